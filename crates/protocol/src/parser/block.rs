@@ -1,0 +1,316 @@
+//! Call blocks: `<tool_call>` … `</tool_call>`.
+
+use super::json::Feed;
+use super::shape::{array_elements, judge_object};
+use super::{match_prefix, Match, Parser, Sink, State, MAX_TAG_SPACE, OPEN_CALL, OPEN_USE};
+use super::{ErrorKind, ParseError};
+
+const CLOSE_CALL: &[u8] = b"</tool_call>";
+const CLOSE_USE: &[u8] = b"</tool_use>";
+
+#[derive(Debug)]
+pub(super) struct Block {
+    phase: Phase,
+    /// Where the current (or last) value starts in `buf`.
+    value_start: usize,
+    /// Calls this block has produced; a block with none stays visible.
+    calls: usize,
+    /// Where a tag being matched starts in `buf`.
+    tag_start: usize,
+    /// Set when the current value hit a syntax error.
+    broken: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Inside a JSON value.
+    Value,
+    /// After a value: whitespace, commas or another value may follow.
+    After,
+    /// After other text: only the block's end matters now.
+    Junk,
+    /// After a syntax error: only the block's end matters now.
+    Broken,
+    /// Matching a tag that starts at `tag_start`; then back to `resume`.
+    Tag { resume: Rest },
+    /// After a complete open tag inside the block: a `{`/`[` starts the next block.
+    OpenSpace { resume: Rest },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rest {
+    Junk,
+    Broken,
+}
+
+impl Rest {
+    fn phase(self) -> Phase {
+        match self {
+            Rest::Junk => Phase::Junk,
+            Rest::Broken => Phase::Broken,
+        }
+    }
+}
+
+/// `s` cut after at most `room` bytes from `i` (rounded up to a character boundary).
+pub(super) fn limit(s: &str, i: usize, room: usize) -> &str {
+    let mut end = i.saturating_add(room).min(s.len());
+    while !s.is_char_boundary(end) {
+        end += 1;
+    }
+    &s[..end]
+}
+
+impl Parser {
+    /// Starts a block whose open tag and whitespace are already in `buf`; the next byte is `{`/`[`.
+    pub(super) fn start_block<S: Sink + ?Sized>(&mut self, _sink: &mut S) {
+        self.scanner.reset();
+        self.state = State::Block(Block {
+            phase: Phase::Value,
+            value_start: self.buf.len(),
+            calls: 0,
+            tag_start: 0,
+            broken: None,
+        });
+    }
+
+    pub(super) fn block_step<S: Sink + ?Sized>(&mut self, s: &str, i: usize, sink: &mut S) -> usize {
+        let State::Block(mut block) = std::mem::replace(&mut self.state, State::Text) else {
+            return i;
+        };
+        // Never read past the byte that makes the block too large, so the overflow happens at the
+        // same place however the text was chunked.
+        let s = limit(s, i, self.config.max_block_bytes.saturating_sub(self.buf.len()) + 1);
+        let b = s.as_bytes()[i];
+        let next = match block.phase {
+            Phase::Value => {
+                let rest = &s[i..];
+                match self.scanner.feed(rest.as_bytes()) {
+                    Feed::NeedMore => {
+                        self.buf.push_str(rest);
+                        s.len()
+                    }
+                    Feed::Done(n) => {
+                        self.buf.push_str(&rest[..n]);
+                        self.judge_value(&mut block, sink);
+                        block.phase = Phase::After;
+                        i + n
+                    }
+                    Feed::Error(at, reason) => {
+                        self.buf.push_str(&rest[..at]);
+                        let found = rest[at..].chars().next().unwrap_or('\u{FFFD}');
+                        block.broken = Some(format!(
+                            "{reason} at character {} of the call, found {found:?}",
+                            self.buf[block.value_start..].chars().count()
+                        ));
+                        block.phase = Phase::Broken;
+                        i + at
+                    }
+                }
+            }
+            Phase::After => match b {
+                b' ' | b'\t' | b'\r' | b'\n' | b',' => {
+                    self.buf.push(b as char);
+                    i + 1
+                }
+                b'{' | b'[' => {
+                    block.value_start = self.buf.len();
+                    self.scanner.reset();
+                    block.phase = Phase::Value;
+                    i
+                }
+                b'<' => {
+                    block.tag_start = self.buf.len();
+                    self.buf.push('<');
+                    block.phase = Phase::Tag { resume: Rest::Junk };
+                    i + 1
+                }
+                _ => {
+                    block.phase = Phase::Junk;
+                    i
+                }
+            },
+            Phase::Junk | Phase::Broken => {
+                let resume = if block.phase == Phase::Junk { Rest::Junk } else { Rest::Broken };
+                match memchr::memchr(b'<', &s.as_bytes()[i..]) {
+                    None => {
+                        self.buf.push_str(&s[i..]);
+                        s.len()
+                    }
+                    Some(off) => {
+                        self.buf.push_str(&s[i..i + off]);
+                        block.tag_start = self.buf.len();
+                        self.buf.push('<');
+                        block.phase = Phase::Tag { resume };
+                        i + off + 1
+                    }
+                }
+            }
+            Phase::Tag { resume } => {
+                let mut probe = [0u8; 16];
+                let held = &self.buf.as_bytes()[block.tag_start..];
+                probe[..held.len()].copy_from_slice(held);
+                probe[held.len()] = b;
+                match match_prefix(
+                    &probe[..=held.len()],
+                    &[CLOSE_CALL, CLOSE_USE, OPEN_CALL, OPEN_USE],
+                ) {
+                    Match::Partial => {
+                        self.buf.push(b as char);
+                        i + 1
+                    }
+                    Match::Full(tag) if tag == CLOSE_CALL || tag == CLOSE_USE => {
+                        self.buf.push(b as char);
+                        let raw_end = block.tag_start;
+                        self.end_block(block, self.buf.len(), raw_end, sink);
+                        return i + 1;
+                    }
+                    Match::Full(_) => {
+                        self.buf.push(b as char);
+                        block.phase = Phase::OpenSpace { resume };
+                        i + 1
+                    }
+                    Match::None => {
+                        block.phase = resume.phase();
+                        i
+                    }
+                }
+            }
+            Phase::OpenSpace { resume } => match b {
+                b' ' | b'\t' | b'\r' | b'\n'
+                    if self.buf.len() - block.tag_start < MAX_TAG_SPACE =>
+                {
+                    self.buf.push(b as char);
+                    i + 1
+                }
+                b'{' | b'[' => {
+                    // An open tag right after a value: this block ends, the next one begins.
+                    let tag_start = block.tag_start;
+                    let next = self.buf.split_off(tag_start);
+                    self.end_block(block, tag_start, tag_start, sink);
+                    self.buf = next;
+                    self.start_block(sink);
+                    return i;
+                }
+                _ => {
+                    block.phase = resume.phase();
+                    i
+                }
+            },
+        };
+        if self.buf.len() > self.config.max_block_bytes {
+            self.overflow(block, sink);
+        } else {
+            self.state = State::Block(block);
+        }
+        next
+    }
+
+    /// Judges the value that just closed at the end of `buf`.
+    fn judge_value<S: Sink + ?Sized>(&mut self, block: &mut Block, sink: &mut S) {
+        let buf = std::mem::take(&mut self.buf);
+        let text = &buf[block.value_start..];
+        if text.starts_with('[') {
+            match array_elements(text) {
+                Ok(items) if items.is_empty() => sink.error(ParseError {
+                    kind: ErrorKind::Malformed,
+                    raw: text.to_owned(),
+                    reason: "empty array of calls".to_owned(),
+                }),
+                Ok(items) => {
+                    for item in items {
+                        self.judge_one(item, block, sink);
+                    }
+                }
+                Err(reason) => {
+                    sink.error(ParseError { kind: ErrorKind::Malformed, raw: text.to_owned(), reason })
+                }
+            }
+        } else {
+            self.judge_one(text, block, sink);
+        }
+        self.buf = buf;
+    }
+
+    fn judge_one<S: Sink + ?Sized>(&mut self, text: &str, block: &mut Block, sink: &mut S) {
+        match judge_object(text, &self.declared, false) {
+            Ok(call) => {
+                block.calls += 1;
+                self.emit_call(&call.name, &call.arguments, sink);
+            }
+            Err(reason) => {
+                sink.error(ParseError { kind: ErrorKind::Malformed, raw: text.to_owned(), reason })
+            }
+        }
+    }
+
+    /// Ends the block: reports a broken value, and releases the block's text (up to `text_end`)
+    /// when it produced no call.
+    fn end_block<S: Sink + ?Sized>(
+        &mut self,
+        block: Block,
+        text_end: usize,
+        raw_end: usize,
+        sink: &mut S,
+    ) {
+        let buf = std::mem::take(&mut self.buf);
+        if let Some(reason) = block.broken {
+            let raw = buf[block.value_start..raw_end].trim_end().to_owned();
+            sink.error(ParseError { kind: ErrorKind::Malformed, raw, reason });
+        }
+        if block.calls == 0 {
+            self.emit_text(&buf[..text_end], sink);
+        }
+        self.buf = buf;
+        self.buf.clear();
+        self.state = State::Text;
+        self.line = None;
+    }
+
+    /// The stream ended inside a block.
+    pub(super) fn finish_block<S: Sink + ?Sized>(&mut self, block: Block, sink: &mut S) {
+        if block.phase == Phase::Value {
+            let raw = self.buf[block.value_start..].trim_end().to_owned();
+            sink.error(ParseError {
+                kind: ErrorKind::Truncated,
+                raw,
+                reason: "the response ended inside the call".to_owned(),
+            });
+        }
+        let end = self.buf.len();
+        self.end_block(block, end, end, sink);
+    }
+
+    /// The block grew past `max_block_bytes`: what is held is released and parsing goes on as text.
+    fn overflow<S: Sink + ?Sized>(&mut self, mut block: Block, sink: &mut S) {
+        if block.phase == Phase::Value {
+            let raw = self.buf[block.value_start..].trim_end().to_owned();
+            let reason = format!("the call is larger than {} bytes", self.config.max_block_bytes);
+            sink.error(ParseError { kind: ErrorKind::Malformed, raw, reason });
+        }
+        if block.calls > 0 && block.phase == Phase::Value {
+            // Earlier calls of this block stay removed; the oversized value itself stays visible.
+            let tail = self.buf.split_off(block.value_start);
+            self.buf = tail;
+            block.calls = 0;
+        }
+        let end = self.buf.len();
+        self.end_block(block, end, end, sink);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{parse, ParserConfig};
+
+    #[test]
+    fn oversized_block_is_released_and_reported() {
+        let cfg = ParserConfig { max_block_bytes: 64, ..ParserConfig::default() };
+        let big = format!(r#"<tool_call>{{"name":"f","arguments":{{"x":"{}"}}}}</tool_call>"#, "a".repeat(100));
+        let out = parse(&big, &cfg);
+        assert!(out.calls.is_empty());
+        assert_eq!(out.errors.len(), 1);
+        assert!(out.errors[0].reason.contains("larger than 64 bytes"));
+        assert_eq!(out.visible, big);
+    }
+}

@@ -1,0 +1,496 @@
+//! The streaming tool-call parser: a sans-IO state machine.
+//!
+//! Push text in ([`Parser::push`], [`Parser::push_bytes`]), end it ([`Parser::finish`]), and the
+//! parser hands visible text, reasoning, calls and errors to a [`Sink`]. The policy — what is a call,
+//! what stays visible — is `docs/parser.md`; the corpus and property tests pin it down.
+//!
+//! How it stays linear: plain text is skipped with `memchr` and handed out as slices of the input;
+//! only what could still become a marker is copied into a small `held` buffer; a call block or a
+//! candidate fence is copied once into `buf` while an incremental JSON scanner ([`json`]) keeps its
+//! state across chunks, so no byte is ever scanned again because a chunk ended.
+
+mod block;
+mod events;
+mod fence;
+mod json;
+mod shape;
+mod utf8;
+
+use std::collections::HashSet;
+
+pub use events::{ErrorKind, Event, ParseError, ParseOutput, ParsedCall, Sink, Tee};
+
+use block::Block;
+use fence::Fence;
+use json::Scanner;
+
+/// How the parser reads a response.
+#[derive(Clone, Debug)]
+pub struct ParserConfig {
+    /// The declared tool names. A call to another name is malformed. `None` accepts any name.
+    pub tools: Option<Vec<String>>,
+    /// Call ids are this prefix followed by the call's index.
+    pub id_prefix: String,
+    /// Recognise calls written as fenced JSON (seed 002's variant).
+    pub fences: bool,
+    /// Separate `<think>…</think>` reasoning from the visible text.
+    pub think: bool,
+    /// A call block larger than this is malformed (bounds memory).
+    pub max_block_bytes: usize,
+}
+
+impl Default for ParserConfig {
+    fn default() -> Self {
+        ParserConfig {
+            tools: None,
+            id_prefix: "call_".to_owned(),
+            fences: true,
+            think: true,
+            max_block_bytes: 4 << 20,
+        }
+    }
+}
+
+impl ParserConfig {
+    /// A configuration that accepts only these tool names.
+    pub fn with_tools<I, S>(names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        ParserConfig { tools: Some(names.into_iter().map(Into::into).collect()), ..Self::default() }
+    }
+}
+
+/// Parses a whole text at once.
+pub fn parse(text: &str, config: &ParserConfig) -> ParseOutput {
+    let mut out = ParseOutput::default();
+    let mut parser = Parser::new(config.clone());
+    parser.push(text, &mut out);
+    parser.finish(&mut out);
+    out
+}
+
+/// Longest whitespace run held after an open tag before the tag is taken as text.
+const MAX_TAG_SPACE: usize = 4096;
+/// Longest fence info string; a longer "opening line" is not a fence.
+const MAX_FENCE_INFO: usize = 1024;
+
+const OPEN_CALL: &[u8] = b"<tool_call>";
+const OPEN_USE: &[u8] = b"<tool_use>";
+const OPEN_THINK: &[u8] = b"<think>";
+const CLOSE_THINK: &[u8] = b"</think>";
+
+#[derive(Debug)]
+enum State {
+    /// Plain visible text.
+    Text,
+    /// `held` is a proper prefix of an open marker.
+    TextTag,
+    /// `held` is a complete open tag plus the whitespace after it.
+    TagSpace,
+    /// `held` is a backtick run that began at the start of a line.
+    LineTicks,
+    /// A backtick run in the middle of a line, already emitted; `run` backticks so far.
+    Ticks { run: usize },
+    /// Inside an inline code span opened by `ticks` backticks; `run` counts a backtick run in it.
+    CodeSpan { ticks: usize, run: usize },
+    /// `held` is a fence's opening backticks and the info string read so far.
+    FenceInfo { ticks: usize },
+    Fence(Box<Fence>),
+    /// Inside `<think>`; `matched` bytes of `</think>` are held.
+    Think { matched: usize },
+    Block(Block),
+}
+
+/// The set of declared names, or "any".
+struct Declared(Option<HashSet<String>>, String);
+
+impl Declared {
+    fn new(tools: &Option<Vec<String>>) -> Self {
+        match tools {
+            None => Declared(None, String::new()),
+            Some(names) => Declared(Some(names.iter().cloned().collect()), names.join(", ")),
+        }
+    }
+}
+
+impl shape::Declared for Declared {
+    fn allows(&self, name: &str) -> bool {
+        self.0.as_ref().is_none_or(|set| set.contains(name))
+    }
+
+    fn describe(&self) -> String {
+        if self.1.is_empty() {
+            "(none)".to_owned()
+        } else {
+            self.1.clone()
+        }
+    }
+}
+
+/// The streaming parser. See the module documentation.
+pub struct Parser {
+    config: ParserConfig,
+    declared: Declared,
+    state: State,
+    /// Bytes held back in the text states (a partial marker), always short.
+    held: String,
+    /// The raw text of the current call block or candidate fence.
+    buf: String,
+    scanner: Scanner,
+    /// Whether the current position is at the start of a line, and after how many spaces.
+    line: Option<u8>,
+    /// Whether any non-whitespace visible text has been emitted.
+    seen_visible: bool,
+    next_index: usize,
+    utf8: utf8::Carry,
+}
+
+impl Parser {
+    pub fn new(config: ParserConfig) -> Self {
+        let declared = Declared::new(&config.tools);
+        Parser {
+            config,
+            declared,
+            state: State::Text,
+            held: String::new(),
+            buf: String::new(),
+            scanner: Scanner::default(),
+            line: Some(0),
+            seen_visible: false,
+            next_index: 0,
+            utf8: utf8::Carry::default(),
+        }
+    }
+
+    /// How many calls have been emitted so far.
+    pub fn calls_emitted(&self) -> usize {
+        self.next_index
+    }
+
+    /// Pushes the next chunk of text.
+    pub fn push<S: Sink + ?Sized>(&mut self, chunk: &str, sink: &mut S) {
+        let mut i = 0;
+        while i < chunk.len() {
+            i = self.step(chunk, i, sink);
+        }
+    }
+
+    /// Pushes the next chunk of raw bytes, which may split a UTF-8 character anywhere. An incomplete
+    /// character at the end is held until its remaining bytes arrive; invalid bytes become U+FFFD.
+    pub fn push_bytes<S: Sink + ?Sized>(&mut self, chunk: &[u8], sink: &mut S) {
+        let mut carry = std::mem::take(&mut self.utf8);
+        carry.decode(chunk, &mut |s: &str| self.push(s, sink));
+        self.utf8 = carry;
+    }
+
+    /// Ends the stream: whatever is still held is judged and emitted.
+    pub fn finish<S: Sink + ?Sized>(&mut self, sink: &mut S) {
+        if self.utf8.pending() {
+            self.utf8 = utf8::Carry::default();
+            self.push("\u{FFFD}", sink);
+        }
+        match std::mem::replace(&mut self.state, State::Text) {
+            State::Text | State::Ticks { .. } | State::CodeSpan { .. } => {}
+            State::TextTag | State::TagSpace | State::LineTicks | State::FenceInfo { .. } => {
+                let held = std::mem::take(&mut self.held);
+                self.emit_text(&held, sink);
+            }
+            State::Think { matched } => sink.reasoning(as_str(&CLOSE_THINK[..matched])),
+            State::Block(block) => self.finish_block(block, sink),
+            State::Fence(fence) => self.finish_fence(*fence, sink),
+        }
+    }
+
+    /// Processes input from `i`; returns how far it got.
+    fn step<S: Sink + ?Sized>(&mut self, s: &str, i: usize, sink: &mut S) -> usize {
+        let b = s.as_bytes()[i];
+        match &mut self.state {
+            State::Text => self.text(s, i, sink),
+            State::TextTag => {
+                let mut probe = [0u8; 16];
+                let n = self.held.len();
+                probe[..n].copy_from_slice(self.held.as_bytes());
+                probe[n] = b;
+                let prefix = &probe[..=n];
+                let candidates: &[&[u8]] = if self.config.think {
+                    &[OPEN_CALL, OPEN_USE, OPEN_THINK]
+                } else {
+                    &[OPEN_CALL, OPEN_USE]
+                };
+                match match_prefix(prefix, candidates) {
+                    Match::Partial => {
+                        self.held.push(b as char);
+                        i + 1
+                    }
+                    Match::Full(m) if m == OPEN_THINK => {
+                        self.held.clear();
+                        self.state = State::Think { matched: 0 };
+                        self.line = None;
+                        i + 1
+                    }
+                    Match::Full(_) => {
+                        self.held.push(b as char);
+                        self.state = State::TagSpace;
+                        i + 1
+                    }
+                    Match::None => {
+                        self.release_held(sink);
+                        i
+                    }
+                }
+            }
+            State::TagSpace => match b {
+                b' ' | b'\t' | b'\r' | b'\n' if self.held.len() < MAX_TAG_SPACE => {
+                    self.held.push(b as char);
+                    i + 1
+                }
+                b'{' | b'[' => {
+                    self.buf.clear();
+                    self.buf.push_str(&self.held);
+                    self.held.clear();
+                    self.start_block(sink);
+                    i
+                }
+                _ => {
+                    self.release_held(sink);
+                    i
+                }
+            },
+            State::LineTicks => {
+                if b == b'`' {
+                    self.held.push('`');
+                    return i + 1;
+                }
+                let ticks = self.held.len();
+                if ticks >= 3 && self.config.fences {
+                    self.state = State::FenceInfo { ticks };
+                } else {
+                    let held = std::mem::take(&mut self.held);
+                    self.emit_text(&held, sink);
+                    self.line = None;
+                    self.state = State::CodeSpan { ticks, run: 0 };
+                }
+                i
+            }
+            State::FenceInfo { ticks } => {
+                let ticks = *ticks;
+                match b {
+                    b'\n' => {
+                        self.open_fence(ticks);
+                        i + 1
+                    }
+                    b'`' => {
+                        self.not_a_fence(ticks, sink);
+                        i
+                    }
+                    _ if self.held.len() >= MAX_FENCE_INFO => {
+                        self.not_a_fence(ticks, sink);
+                        i
+                    }
+                    _ => {
+                        // Copy the whole run up to the end of the line (or a backtick) at once.
+                        let rest = &s.as_bytes()[i..];
+                        let room = MAX_FENCE_INFO.saturating_sub(self.held.len()).max(1);
+                        let end = memchr::memchr2(b'\n', b'`', &rest[..rest.len().min(room)])
+                            .unwrap_or(rest.len().min(room));
+                        let end = floor_char_boundary(s, i + end);
+                        if end == i {
+                            // A multi-byte character straddles the cap: take it whole.
+                            let c = s[i..].chars().next().map_or(1, char::len_utf8);
+                            self.held.push_str(&s[i..i + c]);
+                            return i + c;
+                        }
+                        self.held.push_str(&s[i..end]);
+                        end
+                    }
+                }
+            }
+            State::Ticks { run } => {
+                let run = *run;
+                if b == b'`' {
+                    self.state = State::Ticks { run: run + 1 };
+                    self.emit_text("`", sink);
+                    i + 1
+                } else {
+                    self.state = State::CodeSpan { ticks: run, run: 0 };
+                    i
+                }
+            }
+            State::CodeSpan { ticks, run } => {
+                let (ticks, run) = (*ticks, *run);
+                if run > 0 {
+                    if b == b'`' {
+                        self.state = State::CodeSpan { ticks, run: run + 1 };
+                        self.emit_text("`", sink);
+                        return i + 1;
+                    }
+                    self.state =
+                        if run == ticks { State::Text } else { State::CodeSpan { ticks, run: 0 } };
+                    return i;
+                }
+                let rest = &s.as_bytes()[i..];
+                match memchr::memchr2(b'`', b'\n', rest) {
+                    None => {
+                        self.emit_text(&s[i..], sink);
+                        s.len()
+                    }
+                    Some(off) => {
+                        let j = i + off;
+                        self.emit_text(&s[i..=j], sink);
+                        if rest[off] == b'\n' {
+                            self.state = State::Text;
+                            self.line = Some(0);
+                        } else {
+                            self.state = State::CodeSpan { ticks, run: 1 };
+                        }
+                        j + 1
+                    }
+                }
+            }
+            State::Think { matched } => {
+                let matched = *matched;
+                if matched > 0 {
+                    if b == CLOSE_THINK[matched] {
+                        if matched + 1 == CLOSE_THINK.len() {
+                            self.state = State::Text;
+                            self.line = None;
+                        } else {
+                            self.state = State::Think { matched: matched + 1 };
+                        }
+                        return i + 1;
+                    }
+                    sink.reasoning(as_str(&CLOSE_THINK[..matched]));
+                    self.state = State::Think { matched: 0 };
+                    return i;
+                }
+                match memchr::memchr(b'<', &s.as_bytes()[i..]) {
+                    None => {
+                        sink.reasoning(&s[i..]);
+                        s.len()
+                    }
+                    Some(off) => {
+                        sink.reasoning(&s[i..i + off]);
+                        self.state = State::Think { matched: 1 };
+                        i + off + 1
+                    }
+                }
+            }
+            State::Block(_) => self.block_step(s, i, sink),
+            State::Fence(_) => self.fence_step(s, i, sink),
+        }
+    }
+
+    /// The hot path: plain text up to the next `<` or backtick.
+    fn text<S: Sink + ?Sized>(&mut self, s: &str, i: usize, sink: &mut S) -> usize {
+        let bytes = s.as_bytes();
+        let Some(off) = memchr::memchr2(b'<', b'`', &bytes[i..]) else {
+            self.emit_text(&s[i..], sink);
+            return s.len();
+        };
+        let j = i + off;
+        if off > 0 {
+            self.emit_text(&s[i..j], sink);
+        }
+        if bytes[j] == b'<' {
+            self.held.clear();
+            self.held.push('<');
+            self.state = State::TextTag;
+        } else if matches!(self.line, Some(n) if n <= 3) {
+            self.held.clear();
+            self.held.push('`');
+            self.state = State::LineTicks;
+        } else {
+            self.emit_text("`", sink);
+            self.state = State::Ticks { run: 1 };
+        }
+        j + 1
+    }
+
+    /// Emits visible text and keeps the line-start and seen-visible state up to date.
+    fn emit_text<S: Sink + ?Sized>(&mut self, text: &str, sink: &mut S) {
+        if text.is_empty() {
+            return;
+        }
+        self.line = advance_line(self.line, text.as_bytes());
+        if !self.seen_visible && text.bytes().any(|b| !is_ws(b)) {
+            self.seen_visible = true;
+        }
+        sink.text(text);
+    }
+
+    /// A held candidate turned out to be text: emit it and go back to plain text.
+    fn release_held<S: Sink + ?Sized>(&mut self, sink: &mut S) {
+        let held = std::mem::take(&mut self.held);
+        self.emit_text(&held, sink);
+        self.held = held;
+        self.held.clear();
+        self.state = State::Text;
+    }
+
+    fn emit_call<S: Sink + ?Sized>(&mut self, name: &str, arguments: &str, sink: &mut S) {
+        let index = self.next_index;
+        self.next_index += 1;
+        let mut id = String::with_capacity(self.config.id_prefix.len() + 4);
+        id.push_str(&self.config.id_prefix);
+        id.push_str(&index.to_string());
+        sink.call_start(index, &id, name);
+        sink.call_args(index, arguments);
+        sink.call_end(index);
+    }
+}
+
+/// The line state after `text`: `Some(n)` when `text` ends a line's first `n` characters, all spaces.
+fn advance_line(line: Option<u8>, text: &[u8]) -> Option<u8> {
+    let spaces = text.iter().rev().take(4).take_while(|&&b| b == b' ').count();
+    if spaces == text.len() {
+        return line.and_then(|n| {
+            let n = n as usize + spaces;
+            (n <= 3).then_some(n as u8)
+        });
+    }
+    (spaces <= 3 && text[text.len() - 1 - spaces] == b'\n').then_some(spaces as u8)
+}
+
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+enum Match {
+    Partial,
+    Full(&'static [u8]),
+    None,
+}
+
+fn match_prefix(prefix: &[u8], candidates: &[&'static [u8]]) -> Match {
+    let mut partial = false;
+    for &c in candidates {
+        if c == prefix {
+            return Match::Full(c);
+        }
+        if c.starts_with(prefix) {
+            partial = true;
+        }
+    }
+    if partial {
+        Match::Partial
+    } else {
+        Match::None
+    }
+}
+
+/// Marker constants are ASCII.
+fn as_str(ascii: &[u8]) -> &str {
+    std::str::from_utf8(ascii).unwrap_or_default()
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests;

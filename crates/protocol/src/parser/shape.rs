@@ -1,0 +1,145 @@
+//! Judging a complete JSON value: is it a tool call, and with which arguments?
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// A call read out of a value: the name and the arguments JSON text.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct CallShape<'a> {
+    pub name: Cow<'a, str>,
+    pub arguments: Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+struct Fields<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    arguments: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    parameters: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    input: Option<&'a RawValue>,
+}
+
+/// What the judge needs to know about the declared tools.
+pub(crate) trait Declared {
+    fn allows(&self, name: &str) -> bool;
+    fn describe(&self) -> String;
+}
+
+/// Judges one object value. `require_arguments` is set for fences, where plain JSON data must not be
+/// mistaken for a call: there an explicit, non-null arguments key is required.
+pub(crate) fn judge_object<'a>(
+    text: &'a str,
+    declared: &dyn Declared,
+    require_arguments: bool,
+) -> Result<CallShape<'a>, String> {
+    if !text.starts_with('{') {
+        return Err("a tool call must be a JSON object".to_owned());
+    }
+    let fields: Fields<'a> = serde_json::from_str(text).map_err(|e| clean_serde_error(&e))?;
+    let name = fields.name.ok_or_else(|| "missing \"name\"".to_owned())?;
+    if !declared.allows(&name) {
+        return Err(format!("unknown tool \"{name}\"; available tools: {}", declared.describe()));
+    }
+    let raw = fields.arguments.or(fields.parameters).or(fields.input);
+    let arguments = match raw {
+        None if require_arguments => return Err("missing \"arguments\"".to_owned()),
+        None => Cow::Borrowed("{}"),
+        Some(raw) => arguments_text(raw)?,
+    };
+    Ok(CallShape { name, arguments })
+}
+
+fn arguments_text(raw: &RawValue) -> Result<Cow<'_, str>, String> {
+    let text = raw.get();
+    match text.as_bytes().first() {
+        Some(b'{') => Ok(Cow::Borrowed(text)),
+        Some(b'"') => {
+            // Some models double-encode: a JSON string that holds the arguments object.
+            let inner: String = serde_json::from_str(text).map_err(|e| clean_serde_error(&e))?;
+            let trimmed = inner.trim();
+            match serde_json::from_str::<&RawValue>(trimmed) {
+                Ok(v) if v.get().starts_with('{') => Ok(Cow::Owned(trimmed.to_owned())),
+                _ => Err("\"arguments\" is a string that does not hold a JSON object".to_owned()),
+            }
+        }
+        _ => Err("\"arguments\" must be a JSON object".to_owned()),
+    }
+}
+
+/// serde's messages end with " at line L column C", which refers to our buffer, not the model's
+/// text; drop it.
+fn clean_serde_error(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" at line ") {
+        Some(i) => s[..i].to_owned(),
+        None => s,
+    }
+}
+
+/// The elements of an array value, as raw text slices.
+pub(crate) fn array_elements(text: &str) -> Result<Vec<&str>, String> {
+    let items: Vec<&RawValue> = serde_json::from_str(text).map_err(|e| clean_serde_error(&e))?;
+    Ok(items.into_iter().map(RawValue::get).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Any;
+    impl Declared for Any {
+        fn allows(&self, _: &str) -> bool {
+            true
+        }
+        fn describe(&self) -> String {
+            String::new()
+        }
+    }
+
+    struct Only(&'static [&'static str]);
+    impl Declared for Only {
+        fn allows(&self, n: &str) -> bool {
+            self.0.contains(&n)
+        }
+        fn describe(&self) -> String {
+            self.0.join(", ")
+        }
+    }
+
+    fn ok(text: &str) -> (String, String) {
+        let c = judge_object(text, &Any, false).unwrap();
+        (c.name.into_owned(), c.arguments.into_owned())
+    }
+
+    #[test]
+    fn argument_sources_and_defaults() {
+        assert_eq!(ok(r#"{"name":"f","arguments":{"a": 1}}"#).1, r#"{"a": 1}"#);
+        assert_eq!(ok(r#"{"name":"f","parameters":{"b":2}}"#).1, r#"{"b":2}"#);
+        assert_eq!(ok(r#"{"name":"f","input":{"c":3}}"#).1, r#"{"c":3}"#);
+        assert_eq!(ok(r#"{"name":"f"}"#).1, "{}");
+        assert_eq!(ok(r#"{"name":"f","arguments":null}"#).1, "{}");
+        assert_eq!(ok(r#"{"name":"f","arguments":" {\"x\": \"é\"} "}"#).1, r#"{"x": "é"}"#);
+        assert_eq!(ok(r#"{"extra":1,"name":"f","arguments":{}}"#).0, "f");
+    }
+
+    #[test]
+    fn bad_shapes_are_errors() {
+        for bad in [
+            r#"{"arguments":{}}"#,
+            r#"{"name":3}"#,
+            r#"{"name":"f","arguments":[1]}"#,
+            r#"{"name":"f","arguments":"not json"}"#,
+            r#"{"name":"f","name":"g"}"#,
+        ] {
+            assert!(judge_object(bad, &Any, false).is_err(), "{bad}");
+        }
+        let e = judge_object(r#"{"name":"x"}"#, &Only(&["a", "b"]), false).unwrap_err();
+        assert_eq!(e, "unknown tool \"x\"; available tools: a, b");
+        assert!(judge_object(r#"{"name":"f"}"#, &Any, true).is_err());
+    }
+}
