@@ -295,6 +295,30 @@ pub fn preamble(tools: &[ToolSpec], tag: CallTag) -> String {
     out
 }
 
+/// An assistant's call re-encoded as text for a prompt-mode history, in the preamble's format:
+/// `<tool_call>{"name": "…", "arguments": …}</tool_call>`. Arguments that are not valid JSON (a
+/// client's history can hold anything) are embedded as a JSON string rather than breaking the block.
+pub fn call_block(name: &str, arguments: &str, tag: CallTag) -> String {
+    let name = serde_json::to_string(name).unwrap_or_else(|_| "\"\"".to_owned());
+    let trimmed = arguments.trim();
+    let arguments = if trimmed.is_empty() {
+        "{}".to_owned()
+    } else if serde_json::from_str::<&serde_json::value::RawValue>(trimmed).is_ok() {
+        trimmed.to_owned()
+    } else {
+        serde_json::to_string(arguments).unwrap_or_else(|_| "{}".to_owned())
+    };
+    let tag = tag.name();
+    format!("<{tag}>{{\"name\": {name}, \"arguments\": {arguments}}}</{tag}>")
+}
+
+/// The verbatim-mode user item: the header and the provider-native tools array as a fenced JSON
+/// block (pretty-printed, key order preserved, so the same tools give the same bytes).
+pub fn verbatim_block(tools: &[ToolSpec]) -> String {
+    let json = serde_json::to_string_pretty(tools).unwrap_or_else(|_| "[]".to_owned());
+    format!("{VERBATIM_HEADER}\n\n```json\n{json}\n```")
+}
+
 /// The result of one tool call, as the next user-layer message holds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ToolResultText<'a> {

@@ -209,6 +209,12 @@ impl Parser {
                     self.line = Some(0);
                     return i + 1;
                 }
+                if matches!(f.closer, Closer::Ticks(_))
+                    && !matches!(closer, Closer::Ticks(_) | Closer::Trail)
+                {
+                    // A backtick run that does not close the fence is not JSON: the fence is text.
+                    return self.to_text_fence(f, i, sink);
+                }
                 match b {
                     b' ' | b'\t' | b'\r' | b'\n' | b',' => {
                         self.buf.push(b as char);
