@@ -1,0 +1,228 @@
+//! Assembles native streamed tool calls (OpenAI's `delta.tool_calls` fragments) into calls, emitting
+//! the same [`Sink`] events as the text parser, so a consumer cannot tell a native upstream from a
+//! prompt-mode one.
+//!
+//! Servers differ: OpenAI sends `index` with every fragment and `id`/`name` only on the first; some
+//! servers omit `index`, repeat `id` on every fragment, or send each call whole in one fragment.
+//! All of these assemble to the same calls.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+
+use crate::parser::Sink;
+use crate::types::ToolCall;
+
+/// One fragment of a streamed tool call, as it appears in `choices[].delta.tool_calls[]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct ToolCallDelta {
+    #[serde(default)]
+    pub index: Option<usize>,
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub function: Option<FunctionDelta>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct FunctionDelta {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub arguments: Option<String>,
+}
+
+#[derive(Debug)]
+struct Partial {
+    /// The upstream's index, when it sends one.
+    upstream_index: Option<usize>,
+    id: Option<String>,
+    name: String,
+    arguments: String,
+    /// Our event index, once `call_start` went out.
+    started: Option<usize>,
+    /// How much of `arguments` has been handed to the sink.
+    sent: usize,
+}
+
+/// The accumulator. Feed it fragments with [`Accumulator::push`], then [`Accumulator::finish`].
+#[derive(Debug, Default)]
+pub struct Accumulator {
+    calls: Vec<Partial>,
+    /// Event indexes continue after calls another source (the text parser) already numbered.
+    next_event_index: usize,
+    id_prefix: Cow<'static, str>,
+}
+
+impl Accumulator {
+    /// An accumulator whose generated ids (for servers that send none) start with `call_`.
+    pub fn new() -> Self {
+        Accumulator { id_prefix: Cow::Borrowed("call_"), ..Self::default() }
+    }
+
+    /// Event indexes start at `first_index` (when text-parsed calls of the same response came first).
+    pub fn with_first_index(first_index: usize) -> Self {
+        Accumulator { next_event_index: first_index, ..Self::new() }
+    }
+
+    /// Takes one fragment.
+    pub fn push<S: Sink + ?Sized>(&mut self, delta: &ToolCallDelta, sink: &mut S) {
+        let slot = self.slot_for(delta);
+        let call = &mut self.calls[slot];
+        if call.id.is_none() {
+            call.id.clone_from(&delta.id);
+        }
+        if let Some(f) = &delta.function {
+            // The name comes once (servers that repeat it repeat the same one): the first wins.
+            if let (Some(name), true) = (&f.name, call.name.is_empty()) {
+                call.name.clone_from(name);
+            }
+            if let Some(args) = &f.arguments {
+                call.arguments.push_str(args);
+            }
+        }
+        self.flush(slot, sink);
+    }
+
+    /// Finds the call a fragment belongs to, opening a new one when needed.
+    fn slot_for(&mut self, delta: &ToolCallDelta) -> usize {
+        if let Some(index) = delta.index {
+            if let Some(pos) = self.calls.iter().position(|c| c.upstream_index == Some(index)) {
+                return pos;
+            }
+        } else if let Some(last) = self.calls.len().checked_sub(1) {
+            // No index: a new id (or a new name) opens a new call; otherwise it continues the last.
+            let c = &self.calls[last];
+            let new_id = matches!((&delta.id, &c.id), (Some(a), Some(b)) if a != b);
+            let new_name = delta.function.as_ref().and_then(|f| f.name.as_ref()).is_some_and(|n| {
+                c.started.is_some() && delta.id.is_none() && *n != c.name
+            });
+            if !new_id && !new_name {
+                return last;
+            }
+        }
+        self.calls.push(Partial {
+            upstream_index: delta.index,
+            id: None,
+            name: String::new(),
+            arguments: String::new(),
+            started: None,
+            sent: 0,
+        });
+        self.calls.len() - 1
+    }
+
+    /// Starts a call once its name is known and forwards arguments not yet sent.
+    fn flush<S: Sink + ?Sized>(&mut self, slot: usize, sink: &mut S) {
+        let call = &mut self.calls[slot];
+        if call.started.is_none() {
+            if call.name.is_empty() {
+                return;
+            }
+            let index = self.next_event_index;
+            self.next_event_index += 1;
+            let id = call.id.get_or_insert_with(|| format!("{}{index}", self.id_prefix));
+            sink.call_start(index, id, &call.name);
+            call.started = Some(index);
+        }
+        if let Some(index) = call.started {
+            if call.sent < call.arguments.len() {
+                sink.call_args(index, &call.arguments[call.sent..]);
+                call.sent = call.arguments.len();
+            }
+        }
+    }
+
+    /// Ends every call and returns them in order. A call whose name never arrived is dropped (it
+    /// cannot be executed); empty arguments become `{}`.
+    pub fn finish<S: Sink + ?Sized>(mut self, sink: &mut S) -> Vec<ToolCall> {
+        let mut out = Vec::with_capacity(self.calls.len());
+        for slot in 0..self.calls.len() {
+            self.flush(slot, sink);
+            let call = &mut self.calls[slot];
+            let Some(index) = call.started else { continue };
+            if call.arguments.trim().is_empty() {
+                sink.call_args(index, "{}");
+                call.arguments = "{}".to_owned();
+            }
+            sink.call_end(index);
+            out.push(ToolCall {
+                id: call.id.take().unwrap_or_default(),
+                name: std::mem::take(&mut call.name),
+                arguments: std::mem::take(&mut call.arguments),
+            });
+        }
+        out
+    }
+
+    /// Whether any fragment has been received.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parser::{Event, ParseOutput};
+
+    fn d(index: Option<usize>, id: Option<&str>, name: Option<&str>, args: Option<&str>) -> ToolCallDelta {
+        ToolCallDelta {
+            index,
+            id: id.map(Into::into),
+            function: Some(FunctionDelta { name: name.map(Into::into), arguments: args.map(Into::into) }),
+        }
+    }
+
+    #[test]
+    fn openai_style_fragments() {
+        let mut acc = Accumulator::new();
+        let mut ev: Vec<Event> = Vec::new();
+        for delta in [
+            d(Some(0), Some("call_a"), Some("f"), Some("")),
+            d(Some(0), None, None, Some("{\"x\":")),
+            d(Some(1), Some("call_b"), Some("g"), None),
+            d(Some(0), None, None, Some("1}")),
+            d(Some(1), None, None, Some("{}")),
+        ] {
+            acc.push(&delta, &mut ev);
+        }
+        let calls = acc.finish(&mut ev);
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0], ToolCall { id: "call_a".into(), name: "f".into(), arguments: "{\"x\":1}".into() });
+        assert_eq!(calls[1].arguments, "{}");
+        let mut out = ParseOutput::default();
+        let mut acc = Accumulator::new();
+        acc.push(&d(Some(3), Some("z"), Some("h"), Some("{\"a\":2}")), &mut out);
+        acc.finish(&mut out);
+        assert_eq!(out.calls[0].arguments, "{\"a\":2}");
+        assert_eq!(out.calls[0].id, "z");
+    }
+
+    #[test]
+    fn servers_without_index() {
+        let mut acc = Accumulator::new();
+        let mut out = ParseOutput::default();
+        for delta in [
+            d(None, Some("1"), Some("f"), Some("{\"a\"")),
+            d(None, Some("1"), None, Some(":1}")),
+            d(None, Some("2"), Some("g"), Some("{}")),
+        ] {
+            acc.push(&delta, &mut out);
+        }
+        let calls = acc.finish(&mut out);
+        assert_eq!(calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["f", "g"]);
+        assert_eq!(calls[0].arguments, "{\"a\":1}");
+    }
+
+    #[test]
+    fn missing_ids_are_generated_and_nameless_calls_dropped() {
+        let mut acc = Accumulator::with_first_index(2);
+        let mut out = ParseOutput::default();
+        acc.push(&d(Some(0), None, Some("f"), None), &mut out);
+        acc.push(&d(Some(1), None, None, Some("{}")), &mut out);
+        let calls = acc.finish(&mut out);
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].id, "call_2");
+    }
+}

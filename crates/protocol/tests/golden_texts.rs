@@ -1,0 +1,206 @@
+//! Golden tests of every model-facing text.
+//!
+//! - `golden/seed/*.txt` are the seed texts, extracted from `shared/seeds/` by
+//!   `scripts/extract-seed-texts.py`; the texts module must match them byte for byte, and when the
+//!   seeds are present beside the repository each golden text is checked to occur in its seed.
+//! - `golden/rendered/*` are rendered prompts and requests for a fixed tool set. Run with
+//!   `TOOLBRIDGE_BLESS=1` to rewrite them after a deliberate change, and review the diff.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use toolbridge_protocol::mode::{encode, EncodeOptions, ToolMode};
+use toolbridge_protocol::texts::{self, CallTag, ToolResultText};
+use toolbridge_protocol::types::{ChatRequest, Message, ToolCall, ToolChoice, ToolSpec};
+
+fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+}
+
+const SEED_TEXTS: &[(&str, &str)] = &[
+    ("preamble_header", texts::PREAMBLE_HEADER),
+    ("preamble_tool_template", texts::PREAMBLE_TOOL_TEMPLATE),
+    ("stop_sequence", texts::STOP_SEQUENCE),
+    ("tool_result_template", texts::TOOL_RESULT_TEMPLATE),
+    ("tool_error_template", texts::TOOL_ERROR_TEMPLATE),
+    ("retry_template", texts::RETRY_TEMPLATE),
+    ("finalize_budget", texts::FINALIZE_BUDGET),
+    ("finalize_no_progress", texts::FINALIZE_NO_PROGRESS),
+    ("tool_output_budget_exhausted", texts::TOOL_OUTPUT_BUDGET_EXHAUSTED),
+    ("tool_output_duplicate_skipped", texts::TOOL_OUTPUT_DUPLICATE_SKIPPED),
+    ("error_canceled", texts::ERROR_CANCELED),
+    ("error_timed_out", texts::ERROR_TIMED_OUT),
+    ("error_failed", texts::ERROR_FAILED),
+    ("truncation_note_template", texts::TRUNCATION_NOTE_TEMPLATE),
+    ("terminal_timeout", texts::TERMINAL_TIMEOUT),
+    ("docgen_index_entry", texts::DOCGEN_INDEX_ENTRY),
+    ("docgen_body", texts::DOCGEN_BODY),
+    ("builtin_web_search_description", texts::WEB_SEARCH_DESCRIPTION),
+    ("builtin_web_search_schema", texts::WEB_SEARCH_SCHEMA),
+    ("builtin_web_fetch_description", texts::WEB_FETCH_DESCRIPTION),
+    ("builtin_web_fetch_schema", texts::WEB_FETCH_SCHEMA),
+    ("builtin_fetch_image_description", texts::FETCH_IMAGE_DESCRIPTION),
+    ("builtin_fetch_image_schema", texts::FETCH_IMAGE_SCHEMA),
+    ("builtin_python_execute_description", texts::PYTHON_EXECUTE_DESCRIPTION),
+    ("builtin_python_execute_schema", texts::PYTHON_EXECUTE_SCHEMA),
+    ("builtin_image_generate_description", texts::IMAGE_GENERATE_DESCRIPTION),
+    ("builtin_image_generate_schema", texts::IMAGE_GENERATE_SCHEMA),
+    ("builtin_use_skill_description", texts::USE_SKILL_DESCRIPTION),
+    ("builtin_use_skill_schema", texts::USE_SKILL_SCHEMA),
+    ("builtin_save_memory_description", texts::SAVE_MEMORY_DESCRIPTION),
+    ("builtin_save_memory_schema", texts::SAVE_MEMORY_SCHEMA),
+];
+
+#[test]
+fn every_seed_text_matches_its_golden_file_byte_for_byte() {
+    let dir = golden_dir().join("seed");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().trim_end_matches(".txt").to_owned())
+        .collect();
+    files.sort();
+    let mut names: Vec<String> = SEED_TEXTS.iter().map(|(n, _)| n.to_string()).collect();
+    names.sort();
+    assert_eq!(files, names, "every golden seed file has a constant and vice versa");
+    for (name, text) in SEED_TEXTS {
+        let golden = std::fs::read_to_string(dir.join(format!("{name}.txt"))).unwrap();
+        assert_eq!(*text, golden, "texts constant for {name} differs from its golden file");
+    }
+}
+
+/// When the seed documents sit beside the repository (as in development and CI), every golden text
+/// must occur in them verbatim, so a golden file cannot drift from its source either.
+#[test]
+fn golden_seed_files_occur_in_the_seeds() {
+    let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/seeds");
+    let Ok(entries) = std::fs::read_dir(&seeds) else {
+        eprintln!("skipped: no seed documents at {}", seeds.display());
+        return;
+    };
+    let all: String = entries
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+        .collect::<Vec<_>>()
+        .join("\n");
+    for (name, text) in SEED_TEXTS {
+        let needle = if *name == "truncation_note_template" {
+            // Seed 002 writes it inside a Python f-string, with `\n` escapes.
+            text.replace('\n', "\\n")
+        } else {
+            text.to_string()
+        };
+        assert!(all.contains(&needle), "{name} does not occur verbatim in the seeds");
+    }
+}
+
+fn fixed_tools() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec::new(
+            "get_weather",
+            "Get the current weather for a city.",
+            json!({"type": "object", "properties": {"city": {"type": "string", "description": "City name"}, "unit": {"type": "string", "enum": ["c", "f"]}}, "required": ["city"]}),
+        ),
+        ToolSpec::new(
+            "web_search",
+            texts::WEB_SEARCH_DESCRIPTION,
+            serde_json::from_str(texts::WEB_SEARCH_SCHEMA).unwrap(),
+        ),
+    ]
+}
+
+fn fixed_request() -> ChatRequest {
+    ChatRequest {
+        model: "m".into(),
+        messages: vec![
+            Message::system("You are a helpful assistant."),
+            Message::user("Weather in Paris, and news about it?"),
+            Message::assistant_calls(
+                Some("Checking both.".into()),
+                vec![
+                    ToolCall {
+                        id: "call_1".into(),
+                        name: "get_weather".into(),
+                        arguments: r#"{"city":"Paris"}"#.into(),
+                    },
+                    ToolCall {
+                        id: "call_2".into(),
+                        name: "web_search".into(),
+                        arguments: r#"{"query":"Paris news"}"#.into(),
+                    },
+                ],
+            ),
+            Message::tool_result("call_1", "18°C, cloudy", false),
+            Message::tool_result("call_2", "search backend unavailable", true),
+            Message::user("Thanks. And tomorrow?"),
+        ],
+        tools: fixed_tools(),
+        stop: vec!["\n\nUser:".into()],
+        ..ChatRequest::default()
+    }
+}
+
+fn check_golden(name: &str, actual: &str) {
+    let path = golden_dir().join("rendered").join(name);
+    if std::env::var_os("TOOLBRIDGE_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with TOOLBRIDGE_BLESS=1 to create)", path.display()));
+    assert_eq!(actual, expected, "{name} differs from its golden file");
+}
+
+#[test]
+fn rendered_preamble() {
+    check_golden("preamble_tool_call.txt", &texts::preamble(&fixed_tools(), CallTag::ToolCall));
+    check_golden("preamble_tool_use.txt", &texts::preamble(&fixed_tools(), CallTag::ToolUse));
+}
+
+#[test]
+fn rendered_prompt_mode_request() {
+    let req = fixed_request();
+    let out = encode(&req, ToolMode::Prompt, &EncodeOptions::default());
+    check_golden("prompt_request.json", &serde_json::to_string_pretty(&out).unwrap());
+}
+
+#[test]
+fn rendered_verbatim_mode_request() {
+    let req = fixed_request();
+    let out = encode(&req, ToolMode::Verbatim, &EncodeOptions::default());
+    check_golden("verbatim_request.json", &serde_json::to_string_pretty(&out).unwrap());
+}
+
+#[test]
+fn rendered_wrappers_and_messages() {
+    let mut s = String::new();
+    s.push_str(&texts::tool_result_message(&ToolResultText {
+        name: "get_weather",
+        output: "18°C",
+        is_error: false,
+    }));
+    s.push_str("\n---\n");
+    s.push_str(&texts::tool_result_message(&ToolResultText {
+        name: "get_weather",
+        output: texts::ERROR_TIMED_OUT,
+        is_error: true,
+    }));
+    s.push_str("\n---\n");
+    s.push_str(&texts::retry_message("expected ',' or '}' after an object member", CallTag::ToolCall));
+    s.push_str("\n---\n");
+    s.push_str(&texts::truncation_note(123456));
+    s.push_str("\n---\n");
+    s.push_str(&texts::verbatim_block(&fixed_tools()));
+    s.push_str("\n---\n");
+    s.push_str(&texts::verbatim_nudge(CallTag::ToolCall));
+    s.push_str("\n---\n");
+    s.push_str(&texts::prompt_choice_note(Some("get_weather")));
+    check_golden("wrappers.txt", &s);
+}
+
+#[test]
+fn named_choice_lists_only_that_tool() {
+    let mut req = fixed_request();
+    req.tool_choice = Some(ToolChoice::Named("web_search".into()));
+    let out = encode(&req, ToolMode::Prompt, &EncodeOptions::default());
+    check_golden("prompt_request_named_choice.json", &serde_json::to_string_pretty(&out).unwrap());
+}
