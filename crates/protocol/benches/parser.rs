@@ -15,8 +15,14 @@ use toolbridge_protocol::parser::{ParseError, ParseOutput, Parser, ParserConfig,
 const TARGET_LEN: usize = 1_000_000;
 /// Number of `<tool_call>` blocks in it.
 const CALLS: usize = 1_000;
-const TOOLS: [&str; 6] =
-    ["get_weather", "web_search", "read_file", "run_shell", "translate", "create_event"];
+const TOOLS: [&str; 6] = [
+    "get_weather",
+    "web_search",
+    "read_file",
+    "run_shell",
+    "translate",
+    "create_event",
+];
 
 /// A small deterministic PRNG (SplitMix64), so the input is the same on every run.
 struct Rng(u64);
@@ -40,15 +46,68 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "the", "model", "request", "result", "weather", "file", "should", "we", "check", "first",
-    "then", "answer", "because", "user", "asked", "about", "data", "value", "config", "server",
-    "latency", "is", "a", "an", "of", "to", "and", "in", "with", "for", "this", "that", "it",
-    "returns", "error", "handler", "stream", "token", "café", "naïve", "Zürich", "über", "日本語",
-    "données", "résumé", "👍", "—", "São", "Paulo",
+    "the",
+    "model",
+    "request",
+    "result",
+    "weather",
+    "file",
+    "should",
+    "we",
+    "check",
+    "first",
+    "then",
+    "answer",
+    "because",
+    "user",
+    "asked",
+    "about",
+    "data",
+    "value",
+    "config",
+    "server",
+    "latency",
+    "is",
+    "a",
+    "an",
+    "of",
+    "to",
+    "and",
+    "in",
+    "with",
+    "for",
+    "this",
+    "that",
+    "it",
+    "returns",
+    "error",
+    "handler",
+    "stream",
+    "token",
+    "café",
+    "naïve",
+    "Zürich",
+    "über",
+    "日本語",
+    "données",
+    "résumé",
+    "👍",
+    "—",
+    "São",
+    "Paulo",
 ];
 
-const CITIES: &[&str] =
-    &["Paris", "Berlin", "São Paulo", "Zürich", "東京", "Reykjavík", "New York", "Kraków", "Αθήνα"];
+const CITIES: &[&str] = &[
+    "Paris",
+    "Berlin",
+    "São Paulo",
+    "Zürich",
+    "東京",
+    "Reykjavík",
+    "New York",
+    "Kraków",
+    "Αθήνα",
+];
 
 /// One sentence of prose: words, sometimes inline code, a comparison with `<`, HTML-ish tags.
 fn sentence(rng: &mut Rng, out: &mut String) {
@@ -205,11 +264,18 @@ fn call_json(rng: &mut Rng, out: &mut String) {
         }
         _ => {
             out.push_str("\"title\": ");
-            json_str(rng.pick(&["Stand-up \"daily\"", "Réunion d'équipe", "1:1 with Zoë"]), out);
+            json_str(
+                rng.pick(&["Stand-up \"daily\"", "Réunion d'équipe", "1:1 with Zoë"]),
+                out,
+            );
             out.push_str(", \"start\": \"2024-06-");
             out.push_str(&format!("{:02}", 1 + rng.below(28)));
-            out.push_str("T09:30:00Z\", \"attendees\": [\"ana@example.com\", \"bo@example.com\"], ");
-            out.push_str("\"reminders\": [{\"minutes\": 10}, {\"minutes\": 60}], \"all_day\": false");
+            out.push_str(
+                "T09:30:00Z\", \"attendees\": [\"ana@example.com\", \"bo@example.com\"], ",
+            );
+            out.push_str(
+                "\"reminders\": [{\"minutes\": 10}, {\"minutes\": 60}], \"all_day\": false",
+            );
         }
     }
     out.push_str("}}");
@@ -224,7 +290,10 @@ fn generate() -> String {
         call_json(&mut rng, &mut c);
         calls.push(c);
     }
-    let call_bytes: usize = calls.iter().map(|c| c.len() + "<tool_call>\n\n</tool_call>\n".len()).sum();
+    let call_bytes: usize = calls
+        .iter()
+        .map(|c| c.len() + "<tool_call>\n\n</tool_call>\n".len())
+        .sum();
     // Leave some slack for the overshoot of each gap; the tail fills the rest exactly.
     let gap = (TARGET_LEN - call_bytes) / (CALLS + 1) - 120;
     let mut out = String::with_capacity(TARGET_LEN + 1024);
@@ -244,7 +313,11 @@ fn generate() -> String {
     while out.len() + 300 < TARGET_LEN {
         prose_piece(&mut rng, &mut out);
     }
-    assert!(out.len() <= TARGET_LEN, "generated text too long: {}", out.len());
+    assert!(
+        out.len() <= TARGET_LEN,
+        "generated text too long: {}",
+        out.len()
+    );
     let filler = "All done. Let me know if you need anything else. ";
     while out.len() < TARGET_LEN {
         let take = (TARGET_LEN - out.len()).min(filler.len());
@@ -320,14 +393,21 @@ fn bench(c: &mut Criterion) {
     let mut out = ParseOutput::default();
     run_chunks(&[&text], &mut out);
     assert_eq!(out.calls.len(), CALLS, "calls found");
-    assert!(out.errors.is_empty(), "errors: {:?}", &out.errors[..out.errors.len().min(3)]);
+    assert!(
+        out.errors.is_empty(),
+        "errors: {:?}",
+        &out.errors[..out.errors.len().min(3)]
+    );
     for call in &out.calls {
         let v: serde_json::Value = serde_json::from_str(&call.arguments).unwrap();
         assert!(v.is_object());
     }
     let whole = vec![text.as_str()];
     let by16 = chunks(&text, 16);
-    let by_char: Vec<&str> = text.char_indices().map(|(i, ch)| &text[i..i + ch.len_utf8()]).collect();
+    let by_char: Vec<&str> = text
+        .char_indices()
+        .map(|(i, ch)| &text[i..i + ch.len_utf8()])
+        .collect();
     for pieces in [&by16, &by_char] {
         let mut o = ParseOutput::default();
         run_chunks(pieces, &mut o);
@@ -335,7 +415,10 @@ fn bench(c: &mut Criterion) {
     }
     let mut counter = Counter::default();
     run_chunks(&whole, &mut counter);
-    assert_eq!((counter.calls, counter.errors, counter.reasoning_bytes), (CALLS, 0, 0));
+    assert_eq!(
+        (counter.calls, counter.errors, counter.reasoning_bytes),
+        (CALLS, 0, 0)
+    );
     assert_eq!(counter.text_bytes, out.visible.len());
 
     let mut g = c.benchmark_group("parser");

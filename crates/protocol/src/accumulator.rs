@@ -57,12 +57,18 @@ pub struct Accumulator {
 impl Accumulator {
     /// An accumulator whose generated ids (for servers that send none) start with `call_`.
     pub fn new() -> Self {
-        Accumulator { id_prefix: Cow::Borrowed("call_"), ..Self::default() }
+        Accumulator {
+            id_prefix: Cow::Borrowed("call_"),
+            ..Self::default()
+        }
     }
 
     /// Event indexes start at `first_index` (when text-parsed calls of the same response came first).
     pub fn with_first_index(first_index: usize) -> Self {
-        Accumulator { next_event_index: first_index, ..Self::new() }
+        Accumulator {
+            next_event_index: first_index,
+            ..Self::new()
+        }
     }
 
     /// Takes one fragment.
@@ -87,16 +93,22 @@ impl Accumulator {
     /// Finds the call a fragment belongs to, opening a new one when needed.
     fn slot_for(&mut self, delta: &ToolCallDelta) -> usize {
         if let Some(index) = delta.index {
-            if let Some(pos) = self.calls.iter().position(|c| c.upstream_index == Some(index)) {
+            if let Some(pos) = self
+                .calls
+                .iter()
+                .position(|c| c.upstream_index == Some(index))
+            {
                 return pos;
             }
         } else if let Some(last) = self.calls.len().checked_sub(1) {
             // No index: a new id (or a new name) opens a new call; otherwise it continues the last.
             let c = &self.calls[last];
             let new_id = matches!((&delta.id, &c.id), (Some(a), Some(b)) if a != b);
-            let new_name = delta.function.as_ref().and_then(|f| f.name.as_ref()).is_some_and(|n| {
-                c.started.is_some() && delta.id.is_none() && *n != c.name
-            });
+            let new_name = delta
+                .function
+                .as_ref()
+                .and_then(|f| f.name.as_ref())
+                .is_some_and(|n| c.started.is_some() && delta.id.is_none() && *n != c.name);
             if !new_id && !new_name {
                 return last;
             }
@@ -121,7 +133,9 @@ impl Accumulator {
             }
             let index = self.next_event_index;
             self.next_event_index += 1;
-            let id = call.id.get_or_insert_with(|| format!("{}{index}", self.id_prefix));
+            let id = call
+                .id
+                .get_or_insert_with(|| format!("{}{index}", self.id_prefix));
             sink.call_start(index, id, &call.name);
             call.started = Some(index);
         }
@@ -166,11 +180,19 @@ mod tests {
     use super::*;
     use crate::parser::{Event, ParseOutput};
 
-    fn d(index: Option<usize>, id: Option<&str>, name: Option<&str>, args: Option<&str>) -> ToolCallDelta {
+    fn d(
+        index: Option<usize>,
+        id: Option<&str>,
+        name: Option<&str>,
+        args: Option<&str>,
+    ) -> ToolCallDelta {
         ToolCallDelta {
             index,
             id: id.map(Into::into),
-            function: Some(FunctionDelta { name: name.map(Into::into), arguments: args.map(Into::into) }),
+            function: Some(FunctionDelta {
+                name: name.map(Into::into),
+                arguments: args.map(Into::into),
+            }),
         }
     }
 
@@ -189,11 +211,21 @@ mod tests {
         }
         let calls = acc.finish(&mut ev);
         assert_eq!(calls.len(), 2);
-        assert_eq!(calls[0], ToolCall { id: "call_a".into(), name: "f".into(), arguments: "{\"x\":1}".into() });
+        assert_eq!(
+            calls[0],
+            ToolCall {
+                id: "call_a".into(),
+                name: "f".into(),
+                arguments: "{\"x\":1}".into()
+            }
+        );
         assert_eq!(calls[1].arguments, "{}");
         let mut out = ParseOutput::default();
         let mut acc = Accumulator::new();
-        acc.push(&d(Some(3), Some("z"), Some("h"), Some("{\"a\":2}")), &mut out);
+        acc.push(
+            &d(Some(3), Some("z"), Some("h"), Some("{\"a\":2}")),
+            &mut out,
+        );
         acc.finish(&mut out);
         assert_eq!(out.calls[0].arguments, "{\"a\":2}");
         assert_eq!(out.calls[0].id, "z");
@@ -211,7 +243,10 @@ mod tests {
             acc.push(&delta, &mut out);
         }
         let calls = acc.finish(&mut out);
-        assert_eq!(calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["f", "g"]);
+        assert_eq!(
+            calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+            ["f", "g"]
+        );
         assert_eq!(calls[0].arguments, "{\"a\":1}");
     }
 

@@ -78,22 +78,38 @@ pub enum Message {
 
 impl Message {
     pub fn system(text: impl Into<String>) -> Self {
-        Message::System { content: Content::Text(text.into()), name: None }
+        Message::System {
+            content: Content::Text(text.into()),
+            name: None,
+        }
     }
 
     pub fn user(text: impl Into<String>) -> Self {
-        Message::User { content: Content::Text(text.into()), name: None }
+        Message::User {
+            content: Content::Text(text.into()),
+            name: None,
+        }
     }
 
     pub fn assistant(text: impl Into<String>) -> Self {
-        Message::Assistant { content: Some(Content::Text(text.into())), tool_calls: Vec::new() }
+        Message::Assistant {
+            content: Some(Content::Text(text.into())),
+            tool_calls: Vec::new(),
+        }
     }
 
     pub fn assistant_calls(text: Option<String>, tool_calls: Vec<ToolCall>) -> Self {
-        Message::Assistant { content: text.map(Content::Text), tool_calls }
+        Message::Assistant {
+            content: text.map(Content::Text),
+            tool_calls,
+        }
     }
 
-    pub fn tool_result(call_id: impl Into<String>, output: impl Into<String>, is_error: bool) -> Self {
+    pub fn tool_result(
+        call_id: impl Into<String>,
+        output: impl Into<String>,
+        is_error: bool,
+    ) -> Self {
         Message::Tool {
             tool_call_id: call_id.into(),
             content: Content::Text(output.into()),
@@ -160,7 +176,9 @@ impl Content {
             Content::Text(t) => t.push_str(text),
             Content::Parts(parts) => match parts.last_mut() {
                 Some(ContentPart::Text { text: last }) => last.push_str(text),
-                _ => parts.push(ContentPart::Text { text: text.to_owned() }),
+                _ => parts.push(ContentPart::Text {
+                    text: text.to_owned(),
+                }),
             },
         }
     }
@@ -372,7 +390,9 @@ impl<'de> Deserialize<'de> for ToolChoice {
                 .and_then(Value::as_str)
                 .map(|n| ToolChoice::Named(n.to_owned()))
                 .ok_or_else(|| D::Error::custom("tool_choice object without function.name")),
-            _ => Err(D::Error::custom("tool_choice must be a string or an object")),
+            _ => Err(D::Error::custom(
+                "tool_choice must be a string or an object",
+            )),
         }
     }
 }
@@ -468,7 +488,12 @@ mod tests {
     fn content_text_joins_parts() {
         let c = Content::Parts(vec![
             ContentPart::Text { text: "a".into() },
-            ContentPart::ImageUrl { image_url: ImageUrl { url: "u".into(), detail: None } },
+            ContentPart::ImageUrl {
+                image_url: ImageUrl {
+                    url: "u".into(),
+                    detail: None,
+                },
+            },
             ContentPart::Text { text: "b".into() },
         ]);
         assert_eq!(c.text(), "ab");

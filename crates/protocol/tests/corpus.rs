@@ -3,6 +3,8 @@
 //! at a time (splitting UTF-8 characters) and with pseudo-random byte splits; all must agree with the
 //! expectation.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::Path;
 
 use serde::Deserialize;
@@ -50,7 +52,10 @@ fn actual(out: &ParseOutput) -> Expect {
         calls: out
             .calls
             .iter()
-            .map(|c| Call { name: c.name.clone(), arguments: c.arguments.clone() })
+            .map(|c| Call {
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+            })
             .collect(),
         visible: out.visible.clone(),
         reasoning: out.reasoning.clone(),
@@ -91,7 +96,10 @@ fn run_bytes(cfg: &ParserConfig, chunks: &[&[u8]]) -> ParseOutput {
 
 /// A small deterministic generator, so failures reproduce.
 fn splits(len: usize, seed: u64) -> Vec<usize> {
-    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) | 1;
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407)
+        | 1;
     let mut cuts = Vec::new();
     let mut at = 0;
     while at < len {
@@ -115,8 +123,8 @@ fn load_cases() -> Vec<(String, Case)> {
     let mut cases = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
-        let list: Vec<Case> = serde_json::from_str(&text)
-            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let list: Vec<Case> =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         let file = f.file_name().unwrap().to_string_lossy().into_owned();
         cases.extend(list.into_iter().map(|c| (file.clone(), c)));
     }
@@ -129,16 +137,26 @@ fn corpus() {
     assert!(cases.len() >= 60, "the corpus must hold at least 60 cases");
     let mut failures = Vec::new();
     for (file, case) in &cases {
-        let cfg = ParserConfig { tools: case.tools.clone(), ..ParserConfig::default() };
+        let cfg = ParserConfig {
+            tools: case.tools.clone(),
+            ..ParserConfig::default()
+        };
         let text = case.text.as_str();
         let mut runs: Vec<(String, ParseOutput)> = vec![("whole".into(), run_str(&cfg, &[text]))];
         if let Some(chunks) = &case.chunks {
-            assert_eq!(chunks.concat(), case.text, "{}: chunks do not join to text", case.name);
+            assert_eq!(
+                chunks.concat(),
+                case.text,
+                "{}: chunks do not join to text",
+                case.name
+            );
             let refs: Vec<&str> = chunks.iter().map(String::as_str).collect();
             runs.push(("given chunks".into(), run_str(&cfg, &refs)));
         }
-        let chars: Vec<&str> =
-            text.char_indices().map(|(i, c)| &text[i..i + c.len_utf8()]).collect();
+        let chars: Vec<&str> = text
+            .char_indices()
+            .map(|(i, c)| &text[i..i + c.len_utf8()])
+            .collect();
         runs.push(("char at a time".into(), run_str(&cfg, &chars)));
         let bytes: Vec<&[u8]> = text.as_bytes().chunks(1).collect();
         runs.push(("byte at a time".into(), run_bytes(&cfg, &bytes)));
@@ -162,5 +180,11 @@ fn corpus() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }

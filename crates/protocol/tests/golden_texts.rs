@@ -6,6 +6,8 @@
 //! - `golden/rendered/*` are rendered prompts and requests for a fixed tool set. Run with
 //!   `TOOLBRIDGE_BLESS=1` to rewrite them after a deliberate change, and review the diff.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
@@ -26,8 +28,14 @@ const SEED_TEXTS: &[(&str, &str)] = &[
     ("retry_template", texts::RETRY_TEMPLATE),
     ("finalize_budget", texts::FINALIZE_BUDGET),
     ("finalize_no_progress", texts::FINALIZE_NO_PROGRESS),
-    ("tool_output_budget_exhausted", texts::TOOL_OUTPUT_BUDGET_EXHAUSTED),
-    ("tool_output_duplicate_skipped", texts::TOOL_OUTPUT_DUPLICATE_SKIPPED),
+    (
+        "tool_output_budget_exhausted",
+        texts::TOOL_OUTPUT_BUDGET_EXHAUSTED,
+    ),
+    (
+        "tool_output_duplicate_skipped",
+        texts::TOOL_OUTPUT_DUPLICATE_SKIPPED,
+    ),
     ("error_canceled", texts::ERROR_CANCELED),
     ("error_timed_out", texts::ERROR_TIMED_OUT),
     ("error_failed", texts::ERROR_FAILED),
@@ -35,19 +43,46 @@ const SEED_TEXTS: &[(&str, &str)] = &[
     ("terminal_timeout", texts::TERMINAL_TIMEOUT),
     ("docgen_index_entry", texts::DOCGEN_INDEX_ENTRY),
     ("docgen_body", texts::DOCGEN_BODY),
-    ("builtin_web_search_description", texts::WEB_SEARCH_DESCRIPTION),
+    (
+        "builtin_web_search_description",
+        texts::WEB_SEARCH_DESCRIPTION,
+    ),
     ("builtin_web_search_schema", texts::WEB_SEARCH_SCHEMA),
-    ("builtin_web_fetch_description", texts::WEB_FETCH_DESCRIPTION),
+    (
+        "builtin_web_fetch_description",
+        texts::WEB_FETCH_DESCRIPTION,
+    ),
     ("builtin_web_fetch_schema", texts::WEB_FETCH_SCHEMA),
-    ("builtin_fetch_image_description", texts::FETCH_IMAGE_DESCRIPTION),
+    (
+        "builtin_fetch_image_description",
+        texts::FETCH_IMAGE_DESCRIPTION,
+    ),
     ("builtin_fetch_image_schema", texts::FETCH_IMAGE_SCHEMA),
-    ("builtin_python_execute_description", texts::PYTHON_EXECUTE_DESCRIPTION),
-    ("builtin_python_execute_schema", texts::PYTHON_EXECUTE_SCHEMA),
-    ("builtin_image_generate_description", texts::IMAGE_GENERATE_DESCRIPTION),
-    ("builtin_image_generate_schema", texts::IMAGE_GENERATE_SCHEMA),
-    ("builtin_use_skill_description", texts::USE_SKILL_DESCRIPTION),
+    (
+        "builtin_python_execute_description",
+        texts::PYTHON_EXECUTE_DESCRIPTION,
+    ),
+    (
+        "builtin_python_execute_schema",
+        texts::PYTHON_EXECUTE_SCHEMA,
+    ),
+    (
+        "builtin_image_generate_description",
+        texts::IMAGE_GENERATE_DESCRIPTION,
+    ),
+    (
+        "builtin_image_generate_schema",
+        texts::IMAGE_GENERATE_SCHEMA,
+    ),
+    (
+        "builtin_use_skill_description",
+        texts::USE_SKILL_DESCRIPTION,
+    ),
     ("builtin_use_skill_schema", texts::USE_SKILL_SCHEMA),
-    ("builtin_save_memory_description", texts::SAVE_MEMORY_DESCRIPTION),
+    (
+        "builtin_save_memory_description",
+        texts::SAVE_MEMORY_DESCRIPTION,
+    ),
     ("builtin_save_memory_schema", texts::SAVE_MEMORY_SCHEMA),
 ];
 
@@ -56,15 +91,27 @@ fn every_seed_text_matches_its_golden_file_byte_for_byte() {
     let dir = golden_dir().join("seed");
     let mut files: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().trim_end_matches(".txt").to_owned())
+        .map(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .trim_end_matches(".txt")
+                .to_owned()
+        })
         .collect();
     files.sort();
     let mut names: Vec<String> = SEED_TEXTS.iter().map(|(n, _)| n.to_string()).collect();
     names.sort();
-    assert_eq!(files, names, "every golden seed file has a constant and vice versa");
+    assert_eq!(
+        files, names,
+        "every golden seed file has a constant and vice versa"
+    );
     for (name, text) in SEED_TEXTS {
         let golden = std::fs::read_to_string(dir.join(format!("{name}.txt"))).unwrap();
-        assert_eq!(*text, golden, "texts constant for {name} differs from its golden file");
+        assert_eq!(
+            *text, golden,
+            "texts constant for {name} differs from its golden file"
+        );
     }
 }
 
@@ -88,7 +135,10 @@ fn golden_seed_files_occur_in_the_seeds() {
         } else {
             text.to_string()
         };
-        assert!(all.contains(&needle), "{name} does not occur verbatim in the seeds");
+        assert!(
+            all.contains(&needle),
+            "{name} does not occur verbatim in the seeds"
+        );
     }
 }
 
@@ -145,29 +195,45 @@ fn check_golden(name: &str, actual: &str) {
         std::fs::write(&path, actual).unwrap();
         return;
     }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with TOOLBRIDGE_BLESS=1 to create)", path.display()));
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run with TOOLBRIDGE_BLESS=1 to create)",
+            path.display()
+        )
+    });
     assert_eq!(actual, expected, "{name} differs from its golden file");
 }
 
 #[test]
 fn rendered_preamble() {
-    check_golden("preamble_tool_call.txt", &texts::preamble(&fixed_tools(), CallTag::ToolCall));
-    check_golden("preamble_tool_use.txt", &texts::preamble(&fixed_tools(), CallTag::ToolUse));
+    check_golden(
+        "preamble_tool_call.txt",
+        &texts::preamble(&fixed_tools(), CallTag::ToolCall),
+    );
+    check_golden(
+        "preamble_tool_use.txt",
+        &texts::preamble(&fixed_tools(), CallTag::ToolUse),
+    );
 }
 
 #[test]
 fn rendered_prompt_mode_request() {
     let req = fixed_request();
     let out = encode(&req, ToolMode::Prompt, &EncodeOptions::default());
-    check_golden("prompt_request.json", &serde_json::to_string_pretty(&out).unwrap());
+    check_golden(
+        "prompt_request.json",
+        &serde_json::to_string_pretty(&out).unwrap(),
+    );
 }
 
 #[test]
 fn rendered_verbatim_mode_request() {
     let req = fixed_request();
     let out = encode(&req, ToolMode::Verbatim, &EncodeOptions::default());
-    check_golden("verbatim_request.json", &serde_json::to_string_pretty(&out).unwrap());
+    check_golden(
+        "verbatim_request.json",
+        &serde_json::to_string_pretty(&out).unwrap(),
+    );
 }
 
 #[test]
@@ -185,7 +251,10 @@ fn rendered_wrappers_and_messages() {
         is_error: true,
     }));
     s.push_str("\n---\n");
-    s.push_str(&texts::retry_message("expected ',' or '}' after an object member", CallTag::ToolCall));
+    s.push_str(&texts::retry_message(
+        "expected ',' or '}' after an object member",
+        CallTag::ToolCall,
+    ));
     s.push_str("\n---\n");
     s.push_str(&texts::truncation_note(123456));
     s.push_str("\n---\n");
@@ -202,5 +271,8 @@ fn named_choice_lists_only_that_tool() {
     let mut req = fixed_request();
     req.tool_choice = Some(ToolChoice::Named("web_search".into()));
     let out = encode(&req, ToolMode::Prompt, &EncodeOptions::default());
-    check_golden("prompt_request_named_choice.json", &serde_json::to_string_pretty(&out).unwrap());
+    check_golden(
+        "prompt_request_named_choice.json",
+        &serde_json::to_string_pretty(&out).unwrap(),
+    );
 }

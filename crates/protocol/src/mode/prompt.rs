@@ -76,8 +76,14 @@ pub fn reencode_history(messages: &[Message], tag: CallTag) -> Vec<Message> {
     let mut i = 0;
     while i < messages.len() {
         match &messages[i] {
-            Message::Assistant { content, tool_calls } if !tool_calls.is_empty() => {
-                let mut text = content.as_ref().map(|c| c.text().into_owned()).unwrap_or_default();
+            Message::Assistant {
+                content,
+                tool_calls,
+            } if !tool_calls.is_empty() => {
+                let mut text = content
+                    .as_ref()
+                    .map(|c| c.text().into_owned())
+                    .unwrap_or_default();
                 for call in tool_calls {
                     names.insert(&call.id, &call.name);
                     if !text.is_empty() && !text.ends_with('\n') {
@@ -96,7 +102,12 @@ pub fn reencode_history(messages: &[Message], tag: CallTag) -> Vec<Message> {
                 let outputs: Vec<(String, String, bool)> = messages[start..i]
                     .iter()
                     .filter_map(|m| match m {
-                        Message::Tool { tool_call_id, content, name, is_error } => {
+                        Message::Tool {
+                            tool_call_id,
+                            content,
+                            name,
+                            is_error,
+                        } => {
                             let name = names
                                 .get(tool_call_id.as_str())
                                 .copied()

@@ -19,13 +19,21 @@ pub fn encode_verbatim(request: &ChatRequest, options: &EncodeOptions) -> ChatRe
     }
     // The reference zone: after the leading system messages, before the dialogue, so the block is
     // part of the cached prefix and never moves as the dialogue grows.
-    let at = out.messages.iter().take_while(|m| matches!(m, Message::System { .. })).count();
-    out.messages.insert(at, Message::user(texts::verbatim_block(&request.tools)));
+    let at = out
+        .messages
+        .iter()
+        .take_while(|m| matches!(m, Message::System { .. }))
+        .count();
+    out.messages
+        .insert(at, Message::user(texts::verbatim_block(&request.tools)));
     // The nudge goes at the end of the last user message of the dialogue (the block itself when
     // the dialogue has none).
     let nudge = texts::verbatim_nudge(options.tag);
-    if let Some(Message::User { content, .. }) =
-        out.messages.iter_mut().rev().find(|m| matches!(m, Message::User { .. }))
+    if let Some(Message::User { content, .. }) = out
+        .messages
+        .iter_mut()
+        .rev()
+        .find(|m| matches!(m, Message::User { .. }))
     {
         if content.text().is_empty() {
             *content = Content::Text(nudge);

@@ -74,13 +74,22 @@ impl Parser {
         });
     }
 
-    pub(super) fn block_step<S: Sink + ?Sized>(&mut self, s: &str, i: usize, sink: &mut S) -> usize {
+    pub(super) fn block_step<S: Sink + ?Sized>(
+        &mut self,
+        s: &str,
+        i: usize,
+        sink: &mut S,
+    ) -> usize {
         let State::Block(mut block) = std::mem::replace(&mut self.state, State::Text) else {
             return i;
         };
         // Never read past the byte that makes the block too large, so the overflow happens at the
         // same place however the text was chunked.
-        let s = limit(s, i, self.config.max_block_bytes.saturating_sub(self.buf.len()) + 1);
+        let s = limit(
+            s,
+            i,
+            self.config.max_block_bytes.saturating_sub(self.buf.len()) + 1,
+        );
         let b = s.as_bytes()[i];
         let next = match block.phase {
             Phase::Value => {
@@ -131,7 +140,11 @@ impl Parser {
                 }
             },
             Phase::Junk | Phase::Broken => {
-                let resume = if block.phase == Phase::Junk { Rest::Junk } else { Rest::Broken };
+                let resume = if block.phase == Phase::Junk {
+                    Rest::Junk
+                } else {
+                    Rest::Broken
+                };
                 match memchr::memchr(b'<', &s.as_bytes()[i..]) {
                     None => {
                         self.buf.push_str(&s[i..]);
@@ -222,9 +235,11 @@ impl Parser {
                         self.judge_one(item, block, sink);
                     }
                 }
-                Err(reason) => {
-                    sink.error(ParseError { kind: ErrorKind::Malformed, raw: text.to_owned(), reason })
-                }
+                Err(reason) => sink.error(ParseError {
+                    kind: ErrorKind::Malformed,
+                    raw: text.to_owned(),
+                    reason,
+                }),
             }
         } else {
             self.judge_one(text, block, sink);
@@ -238,9 +253,11 @@ impl Parser {
                 block.calls += 1;
                 self.emit_call(&call.name, &call.arguments, sink);
             }
-            Err(reason) => {
-                sink.error(ParseError { kind: ErrorKind::Malformed, raw: text.to_owned(), reason })
-            }
+            Err(reason) => sink.error(ParseError {
+                kind: ErrorKind::Malformed,
+                raw: text.to_owned(),
+                reason,
+            }),
         }
     }
 
@@ -256,7 +273,11 @@ impl Parser {
         let buf = std::mem::take(&mut self.buf);
         if let Some(reason) = block.broken {
             let raw = buf[block.value_start..raw_end].trim_end().to_owned();
-            sink.error(ParseError { kind: ErrorKind::Malformed, raw, reason });
+            sink.error(ParseError {
+                kind: ErrorKind::Malformed,
+                raw,
+                reason,
+            });
         }
         if block.calls == 0 {
             self.emit_text(&buf[..text_end], sink);
@@ -285,8 +306,15 @@ impl Parser {
     fn overflow<S: Sink + ?Sized>(&mut self, mut block: Block, sink: &mut S) {
         if block.phase == Phase::Value {
             let raw = self.buf[block.value_start..].trim_end().to_owned();
-            let reason = format!("the call is larger than {} bytes", self.config.max_block_bytes);
-            sink.error(ParseError { kind: ErrorKind::Malformed, raw, reason });
+            let reason = format!(
+                "the call is larger than {} bytes",
+                self.config.max_block_bytes
+            );
+            sink.error(ParseError {
+                kind: ErrorKind::Malformed,
+                raw,
+                reason,
+            });
         }
         if block.calls > 0 && block.phase == Phase::Value {
             // Earlier calls of this block stay removed; the oversized value itself stays visible.
@@ -305,8 +333,14 @@ mod tests {
 
     #[test]
     fn oversized_block_is_released_and_reported() {
-        let cfg = ParserConfig { max_block_bytes: 64, ..ParserConfig::default() };
-        let big = format!(r#"<tool_call>{{"name":"f","arguments":{{"x":"{}"}}}}</tool_call>"#, "a".repeat(100));
+        let cfg = ParserConfig {
+            max_block_bytes: 64,
+            ..ParserConfig::default()
+        };
+        let big = format!(
+            r#"<tool_call>{{"name":"f","arguments":{{"x":"{}"}}}}</tool_call>"#,
+            "a".repeat(100)
+        );
         let out = parse(&big, &cfg);
         assert!(out.calls.is_empty());
         assert_eq!(out.errors.len(), 1);

@@ -42,11 +42,24 @@ pub trait Sink {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
-    Text { text: String },
-    Reasoning { text: String },
-    CallStart { index: usize, id: String, name: String },
-    CallArgs { index: usize, fragment: String },
-    CallEnd { index: usize },
+    Text {
+        text: String,
+    },
+    Reasoning {
+        text: String,
+    },
+    CallStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
+    CallArgs {
+        index: usize,
+        fragment: String,
+    },
+    CallEnd {
+        index: usize,
+    },
     Error(ParseError),
 }
 
@@ -59,7 +72,9 @@ impl Sink for Vec<Event> {
         if let Some(Event::Text { text: last }) = self.last_mut() {
             last.push_str(text);
         } else {
-            self.push(Event::Text { text: text.to_owned() });
+            self.push(Event::Text {
+                text: text.to_owned(),
+            });
         }
     }
 
@@ -70,16 +85,25 @@ impl Sink for Vec<Event> {
         if let Some(Event::Reasoning { text: last }) = self.last_mut() {
             last.push_str(text);
         } else {
-            self.push(Event::Reasoning { text: text.to_owned() });
+            self.push(Event::Reasoning {
+                text: text.to_owned(),
+            });
         }
     }
 
     fn call_start(&mut self, index: usize, id: &str, name: &str) {
-        self.push(Event::CallStart { index, id: id.to_owned(), name: name.to_owned() });
+        self.push(Event::CallStart {
+            index,
+            id: id.to_owned(),
+            name: name.to_owned(),
+        });
     }
 
     fn call_args(&mut self, index: usize, fragment: &str) {
-        self.push(Event::CallArgs { index, fragment: fragment.to_owned() });
+        self.push(Event::CallArgs {
+            index,
+            fragment: fragment.to_owned(),
+        });
     }
 
     fn call_end(&mut self, index: usize) {

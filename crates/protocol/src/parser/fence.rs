@@ -129,14 +129,23 @@ impl Parser {
         self.state = State::CodeSpan { ticks, run: 0 };
     }
 
-    pub(super) fn fence_step<S: Sink + ?Sized>(&mut self, s: &str, i: usize, sink: &mut S) -> usize {
+    pub(super) fn fence_step<S: Sink + ?Sized>(
+        &mut self,
+        s: &str,
+        i: usize,
+        sink: &mut S,
+    ) -> usize {
         let State::Fence(mut f) = std::mem::replace(&mut self.state, State::Text) else {
             return i;
         };
         if f.kind == Kind::Text {
             return self.text_fence(f, s, i, sink);
         }
-        let s = limit(s, i, self.config.max_block_bytes.saturating_sub(self.buf.len()) + 1);
+        let s = limit(
+            s,
+            i,
+            self.config.max_block_bytes.saturating_sub(self.buf.len()) + 1,
+        );
         let b = s.as_bytes()[i];
         let next = match f.kind {
             Kind::Undecided => match b {
@@ -159,7 +168,7 @@ impl Parser {
                     self.buf.push('<');
                     i + 1
                 }
-                _ => return self.to_text_fence(f, i, sink),
+                _ => return self.become_text_fence(f, i, sink),
             },
             Kind::TagProbe => {
                 let mut probe = [0u8; 16];
@@ -176,7 +185,7 @@ impl Parser {
                         f.kind = Kind::Tagged;
                         i + 1
                     }
-                    Match::None => return self.to_text_fence(f, i, sink),
+                    Match::None => return self.become_text_fence(f, i, sink),
                 }
             }
             Kind::JsonValue => {
@@ -197,7 +206,7 @@ impl Parser {
                     Feed::Error(at, _) => {
                         self.buf.push_str(&rest[..at]);
                         f.closer = f.closer.skip(&rest.as_bytes()[..at], f.ticks);
-                        return self.to_text_fence(f, i + at, sink);
+                        return self.become_text_fence(f, i + at, sink);
                     }
                 }
             }
@@ -213,7 +222,7 @@ impl Parser {
                     && !matches!(closer, Closer::Ticks(_) | Closer::Trail)
                 {
                     // A backtick run that does not close the fence is not JSON: the fence is text.
-                    return self.to_text_fence(f, i, sink);
+                    return self.become_text_fence(f, i, sink);
                 }
                 match b {
                     b' ' | b'\t' | b'\r' | b'\n' | b',' => {
@@ -234,7 +243,7 @@ impl Parser {
                         self.scanner.reset();
                         i
                     }
-                    _ => return self.to_text_fence(f, i, sink),
+                    _ => return self.become_text_fence(f, i, sink),
                 }
             }
             Kind::Tagged => self.tagged_fence(&mut f, s, i),
@@ -256,14 +265,14 @@ impl Parser {
         };
         if self.buf.len() > self.config.max_block_bytes {
             // Too large to be a call: the fence is text from here on.
-            return self.to_text_fence(f, next, sink);
+            return self.become_text_fence(f, next, sink);
         }
         self.state = State::Fence(f);
         next
     }
 
     /// Held fence content is text after all: release it and continue as an ordinary fence.
-    fn to_text_fence<S: Sink + ?Sized>(
+    fn become_text_fence<S: Sink + ?Sized>(
         &mut self,
         mut f: Box<Fence>,
         i: usize,
@@ -377,13 +386,15 @@ impl Parser {
             } else {
                 vec![text]
             };
-            items.into_iter().all(|item| match judge_object(item, &self.declared, true) {
-                Ok(call) => {
-                    calls.push(call);
-                    true
-                }
-                Err(_) => false,
-            })
+            items
+                .into_iter()
+                .all(|item| match judge_object(item, &self.declared, true) {
+                    Ok(call) => {
+                        calls.push(call);
+                        true
+                    }
+                    Err(_) => false,
+                })
         });
         if all_calls && !calls.is_empty() {
             for call in &calls {

@@ -34,14 +34,24 @@ enum State {
     /// After a value inside a container: `,` or the closer.
     AfterValue,
     /// Inside a string; `key` says whether it is an object key.
-    Str { key: bool },
+    Str {
+        key: bool,
+    },
     /// After a backslash in a string.
-    Escape { key: bool },
+    Escape {
+        key: bool,
+    },
     /// Inside `\uXXXX`, with this many hex digits still to come.
-    Hex { key: bool, left: u8 },
+    Hex {
+        key: bool,
+        left: u8,
+    },
     Number(Num),
     /// Inside `true`, `false` or `null`: the literal and how much of it has been matched.
-    Literal { lit: &'static [u8], at: u8 },
+    Literal {
+        lit: &'static [u8],
+        at: u8,
+    },
     Done,
 }
 
@@ -89,7 +99,10 @@ pub(crate) struct Scanner {
 
 impl Default for Scanner {
     fn default() -> Self {
-        Scanner { stack: Vec::new(), state: State::Value }
+        Scanner {
+            stack: Vec::new(),
+            state: State::Value,
+        }
     }
 }
 
@@ -122,7 +135,11 @@ impl Scanner {
                     }
                     match input[j] {
                         b'"' => {
-                            self.state = if key { State::Colon } else { self.after_value() };
+                            self.state = if key {
+                                State::Colon
+                            } else {
+                                self.after_value()
+                            };
                             if self.state == State::Done {
                                 return Feed::Done(j + 1);
                             }
@@ -135,7 +152,9 @@ impl Scanner {
                 }
                 State::Escape { key } => {
                     self.state = match b {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => State::Str { key },
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
+                            State::Str { key }
+                        }
                         b'u' => State::Hex { key, left: 4 },
                         _ => return Feed::Error(i, "invalid escape in a string"),
                     };
@@ -144,8 +163,14 @@ impl Scanner {
                     if !b.is_ascii_hexdigit() {
                         return Feed::Error(i, "invalid \\u escape in a string");
                     }
-                    self.state =
-                        if left == 1 { State::Str { key } } else { State::Hex { key, left: left - 1 } };
+                    self.state = if left == 1 {
+                        State::Str { key }
+                    } else {
+                        State::Hex {
+                            key,
+                            left: left - 1,
+                        }
+                    };
                 }
                 State::Value | State::ArrayFirst => {
                     if is_ws(b) {
@@ -280,9 +305,18 @@ impl Scanner {
             b'-' => State::Number(Num::Minus),
             b'0' => State::Number(Num::Zero),
             b'1'..=b'9' => State::Number(Num::Int),
-            b't' => State::Literal { lit: b"true", at: 1 },
-            b'f' => State::Literal { lit: b"false", at: 1 },
-            b'n' => State::Literal { lit: b"null", at: 1 },
+            b't' => State::Literal {
+                lit: b"true",
+                at: 1,
+            },
+            b'f' => State::Literal {
+                lit: b"false",
+                at: 1,
+            },
+            b'n' => State::Literal {
+                lit: b"null",
+                at: 1,
+            },
             _ => return Err("expected a JSON value"),
         };
         Ok(())
@@ -349,7 +383,13 @@ mod tests {
 
     #[test]
     fn incomplete_values_need_more() {
-        for s in [r#"{"a":"#, r#"{"a":"\u00"#, "[1, 2", r#"{"a":12"#, r#"{"a":tr"#] {
+        for s in [
+            r#"{"a":"#,
+            r#"{"a":"\u00"#,
+            "[1, 2",
+            r#"{"a":12"#,
+            r#"{"a":tr"#,
+        ] {
             assert_eq!(whole(s), Feed::NeedMore, "{s}");
             assert_eq!(bytewise(s), Feed::NeedMore, "{s}");
         }

@@ -58,7 +58,10 @@ impl ParserConfig {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        ParserConfig { tools: Some(names.into_iter().map(Into::into).collect()), ..Self::default() }
+        ParserConfig {
+            tools: Some(names.into_iter().map(Into::into).collect()),
+            ..Self::default()
+        }
     }
 }
 
@@ -92,14 +95,23 @@ enum State {
     /// `held` is a backtick run that began at the start of a line.
     LineTicks,
     /// A backtick run in the middle of a line, already emitted; `run` backticks so far.
-    Ticks { run: usize },
+    Ticks {
+        run: usize,
+    },
     /// Inside an inline code span opened by `ticks` backticks; `run` counts a backtick run in it.
-    CodeSpan { ticks: usize, run: usize },
+    CodeSpan {
+        ticks: usize,
+        run: usize,
+    },
     /// `held` is a fence's opening backticks and the info string read so far.
-    FenceInfo { ticks: usize },
+    FenceInfo {
+        ticks: usize,
+    },
     Fence(Box<Fence>),
     /// Inside `<think>`; `matched` bytes of `</think>` are held.
-    Think { matched: usize },
+    Think {
+        matched: usize,
+    },
     Block(Block),
 }
 
@@ -322,12 +334,18 @@ impl Parser {
                 let (ticks, run) = (*ticks, *run);
                 if run > 0 {
                     if b == b'`' {
-                        self.state = State::CodeSpan { ticks, run: run + 1 };
+                        self.state = State::CodeSpan {
+                            ticks,
+                            run: run + 1,
+                        };
                         self.emit_text("`", sink);
                         return i + 1;
                     }
-                    self.state =
-                        if run == ticks { State::Text } else { State::CodeSpan { ticks, run: 0 } };
+                    self.state = if run == ticks {
+                        State::Text
+                    } else {
+                        State::CodeSpan { ticks, run: 0 }
+                    };
                     return i;
                 }
                 let rest = &s.as_bytes()[i..];
@@ -357,7 +375,9 @@ impl Parser {
                             self.state = State::Text;
                             self.line = None;
                         } else {
-                            self.state = State::Think { matched: matched + 1 };
+                            self.state = State::Think {
+                                matched: matched + 1,
+                            };
                         }
                         return i + 1;
                     }
@@ -443,7 +463,12 @@ impl Parser {
 
 /// The line state after `text`: `Some(n)` when `text` ends a line's first `n` characters, all spaces.
 fn advance_line(line: Option<u8>, text: &[u8]) -> Option<u8> {
-    let spaces = text.iter().rev().take(4).take_while(|&&b| b == b' ').count();
+    let spaces = text
+        .iter()
+        .rev()
+        .take(4)
+        .take_while(|&&b| b == b' ')
+        .count();
     if spaces == text.len() {
         return line.and_then(|n| {
             let n = n as usize + spaces;

@@ -43,7 +43,10 @@ pub(crate) fn judge_object<'a>(
     let fields: Fields<'a> = serde_json::from_str(text).map_err(|e| clean_serde_error(&e))?;
     let name = fields.name.ok_or_else(|| "missing \"name\"".to_owned())?;
     if !declared.allows(&name) {
-        return Err(format!("unknown tool \"{name}\"; available tools: {}", declared.describe()));
+        return Err(format!(
+            "unknown tool \"{name}\"; available tools: {}",
+            declared.describe()
+        ));
     }
     let raw = fields.arguments.or(fields.parameters).or(fields.input);
     let arguments = match raw {
@@ -123,7 +126,10 @@ mod tests {
         assert_eq!(ok(r#"{"name":"f","input":{"c":3}}"#).1, r#"{"c":3}"#);
         assert_eq!(ok(r#"{"name":"f"}"#).1, "{}");
         assert_eq!(ok(r#"{"name":"f","arguments":null}"#).1, "{}");
-        assert_eq!(ok(r#"{"name":"f","arguments":" {\"x\": \"é\"} "}"#).1, r#"{"x": "é"}"#);
+        assert_eq!(
+            ok(r#"{"name":"f","arguments":" {\"x\": \"é\"} "}"#).1,
+            r#"{"x": "é"}"#
+        );
         assert_eq!(ok(r#"{"extra":1,"name":"f","arguments":{}}"#).0, "f");
     }
 

@@ -48,7 +48,9 @@ fn close_tag_inside_a_string_is_data() {
 
 #[test]
 fn missing_close_tag_at_end_and_between_calls() {
-    let out = check(r#"<tool_call>{"name":"search","arguments":{"q":"a"}}<tool_call>{"name":"search","arguments":{"q":"b"}}"#);
+    let out = check(
+        r#"<tool_call>{"name":"search","arguments":{"q":"a"}}<tool_call>{"name":"search","arguments":{"q":"b"}}"#,
+    );
     assert_eq!(out.calls.len(), 2);
     assert_eq!(out.visible, "");
 }
@@ -60,7 +62,10 @@ fn malformed_block_stays_visible_and_later_calls_parse() {
     assert_eq!(out.calls.len(), 1);
     assert_eq!(out.errors.len(), 1);
     assert_eq!(out.errors[0].raw, r#"{"name":"search","arguments":{"q":1}"#);
-    assert_eq!(out.visible, r#"A <tool_call>{"name":"search","arguments":{"q":1}</tool_call> B "#);
+    assert_eq!(
+        out.visible,
+        r#"A <tool_call>{"name":"search","arguments":{"q":1}</tool_call> B "#
+    );
 }
 
 #[test]
@@ -69,20 +74,29 @@ fn unknown_tool_is_malformed() {
     assert!(out.calls.is_empty());
     assert_eq!(out.errors[0].kind, ErrorKind::Malformed);
     assert!(out.errors[0].reason.contains("unknown tool \"rm\""));
-    assert_eq!(out.visible, r#"<tool_call>{"name":"rm","arguments":{}}</tool_call>"#);
+    assert_eq!(
+        out.visible,
+        r#"<tool_call>{"name":"rm","arguments":{}}</tool_call>"#
+    );
 }
 
 #[test]
 fn truncated_call() {
     let out = check(r#"ok <tool_call>{"name":"search","arguments":{"q":"abc"#);
     assert!(out.truncated());
-    assert_eq!(out.visible, r#"ok <tool_call>{"name":"search","arguments":{"q":"abc"#);
+    assert_eq!(
+        out.visible,
+        r#"ok <tool_call>{"name":"search","arguments":{"q":"abc"#
+    );
 }
 
 #[test]
 fn think_is_reasoning_and_calls_inside_do_not_count() {
     let out = check("<think>maybe <tool_call>{\"name\":\"search\"}</tool_call></think>Answer");
-    assert_eq!(out.reasoning, "maybe <tool_call>{\"name\":\"search\"}</tool_call>");
+    assert_eq!(
+        out.reasoning,
+        "maybe <tool_call>{\"name\":\"search\"}</tool_call>"
+    );
     assert_eq!(out.visible, "Answer");
     assert!(out.calls.is_empty());
 }
@@ -98,7 +112,10 @@ fn open_tag_followed_by_prose_is_text() {
 fn code_spans_hide_markers() {
     let out = check("Write `<tool_call>{\"name\":\"search\"}</tool_call>` like that");
     assert!(out.calls.is_empty());
-    assert_eq!(out.visible, "Write `<tool_call>{\"name\":\"search\"}</tool_call>` like that");
+    assert_eq!(
+        out.visible,
+        "Write `<tool_call>{\"name\":\"search\"}</tool_call>` like that"
+    );
 }
 
 #[test]
@@ -127,7 +144,8 @@ fn text_fence_hides_markers() {
 
 #[test]
 fn tagged_fence_that_is_the_whole_message() {
-    let text = "```xml\n<tool_call>{\"name\":\"search\",\"arguments\":{\"q\":\"1\"}}</tool_call>\n```\n";
+    let text =
+        "```xml\n<tool_call>{\"name\":\"search\",\"arguments\":{\"q\":\"1\"}}</tool_call>\n```\n";
     let out = check(text);
     assert_eq!(out.calls.len(), 1);
     assert_eq!(out.visible, "\n\n");
@@ -139,7 +157,9 @@ fn tagged_fence_that_is_the_whole_message() {
 
 #[test]
 fn arrays_and_several_values() {
-    let out = check(r#"<tool_call>[{"name":"search","arguments":{"q":"a"}},{"name":"get_weather","parameters":{"city":"b"}}] {"name":"search"}</tool_call>"#);
+    let out = check(
+        r#"<tool_call>[{"name":"search","arguments":{"q":"a"}},{"name":"get_weather","parameters":{"city":"b"}}] {"name":"search"}</tool_call>"#,
+    );
     assert_eq!(out.calls.len(), 3);
     assert_eq!(out.calls[1].arguments, r#"{"city":"b"}"#);
     assert_eq!(out.calls[2].arguments, "{}");

@@ -93,7 +93,10 @@ mod tests {
         let text = "aé日🎉z".as_bytes();
         for cut in 0..=text.len() {
             for cut2 in cut..=text.len() {
-                assert_eq!(run(&[&text[..cut], &text[cut..cut2], &text[cut2..]]), "aé日🎉z");
+                assert_eq!(
+                    run(&[&text[..cut], &text[cut..cut2], &text[cut2..]]),
+                    "aé日🎉z"
+                );
             }
         }
         let singles: Vec<&[u8]> = text.chunks(1).collect();
