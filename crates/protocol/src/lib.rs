@@ -19,8 +19,11 @@
 //! ```
 
 pub mod accumulator;
+pub mod decode;
 pub mod mode;
+pub mod openai;
 pub mod parser;
+pub mod sse;
 pub mod texts;
 pub mod types;
 
