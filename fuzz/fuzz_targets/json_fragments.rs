@@ -38,9 +38,18 @@ impl<'de> serde::Deserialize<'de> for Entries<'de> {
 
 /// What the policy says the block gives: `Ok((name, arguments))` or `Err(())` for malformed.
 fn expected(entries: &Entries) -> Result<(String, String), ()> {
-    let get = |k: &str| entries.0.iter().find(|(key, _)| key == k).map(|(_, v)| v.get());
+    let get = |k: &str| {
+        entries
+            .0
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.get())
+    };
     let name: String = serde_json::from_str(get("name").ok_or(())?).map_err(|_| ())?;
-    let raw = ["arguments", "parameters", "input"].iter().filter_map(|k| get(k)).find(|v| *v != "null");
+    let raw = ["arguments", "parameters", "input"]
+        .iter()
+        .filter_map(|k| get(k))
+        .find(|v| *v != "null");
     let arguments = match raw {
         None => "{}".to_owned(),
         Some(v) if v.starts_with('{') => v.to_owned(),
@@ -120,15 +129,28 @@ fuzz_target!(|data: &[u8]| {
     }
     match expected(&entries) {
         Ok((name, arguments)) => {
-            assert!(whole.errors.is_empty(), "unexpected errors: {:?}", whole.errors);
+            assert!(
+                whole.errors.is_empty(),
+                "unexpected errors: {:?}",
+                whole.errors
+            );
             assert_eq!(whole.calls.len(), 1, "expected one call");
             assert_eq!(whole.calls[0].name, name);
             assert_eq!(whole.calls[0].arguments, arguments);
             assert_eq!(whole.visible, "", "a block that gave a call is not visible");
         }
         Err(()) => {
-            assert!(whole.calls.is_empty(), "unexpected calls: {:?}", whole.calls);
-            assert_eq!(whole.errors.len(), 1, "expected one error: {:?}", whole.errors);
+            assert!(
+                whole.calls.is_empty(),
+                "unexpected calls: {:?}",
+                whole.calls
+            );
+            assert_eq!(
+                whole.errors.len(),
+                1,
+                "expected one error: {:?}",
+                whole.errors
+            );
             assert_eq!(whole.errors[0].kind, ErrorKind::Malformed);
             assert_eq!(whole.errors[0].raw, body.trim_matches(is_json_ws));
             assert_eq!(whole.visible, text, "a block without a call stays visible");

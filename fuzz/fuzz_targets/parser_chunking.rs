@@ -102,13 +102,20 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         p.finish(&mut by_str);
-        assert_eq!(whole, by_str, "push(&str) in pieces differs from push_bytes whole");
+        assert_eq!(
+            whole, by_str,
+            "push(&str) in pieces differs from push_bytes whole"
+        );
     }
 
     // Every accepted call's arguments are a JSON object.
     for call in &whole.calls {
         let ok = call.arguments.starts_with('{')
             && serde_json::from_str::<serde::de::IgnoredAny>(&call.arguments).is_ok();
-        assert!(ok, "call arguments are not a JSON object: {:?}", call.arguments);
+        assert!(
+            ok,
+            "call arguments are not a JSON object: {:?}",
+            call.arguments
+        );
     }
 });

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-use crate::parser::Sink;
+use crate::parser::{ErrorKind, ParseError, Sink};
 use crate::types::ToolCall;
 
 /// One fragment of a streamed tool call, as it appears in `choices[].delta.tool_calls[]`.
@@ -70,6 +70,14 @@ impl Accumulator {
     pub fn with_first_index(first_index: usize) -> Self {
         Accumulator {
             next_event_index: first_index,
+            ..Self::new()
+        }
+    }
+
+    /// Generated ids start with this prefix (the parser's, so ids of one response never collide).
+    pub fn with_id_prefix(prefix: impl Into<String>) -> Self {
+        Accumulator {
+            id_prefix: Cow::Owned(prefix.into()),
             ..Self::new()
         }
     }
@@ -152,12 +160,30 @@ impl Accumulator {
 
     /// Ends every call and returns them in order. A call whose name never arrived is dropped (it
     /// cannot be executed); empty arguments become `{}`.
-    pub fn finish<S: Sink + ?Sized>(mut self, sink: &mut S) -> Vec<ToolCall> {
+    pub fn finish<S: Sink + ?Sized>(self, sink: &mut S) -> Vec<ToolCall> {
+        self.end(sink, false)
+    }
+
+    /// Ends the calls of a response the token limit cut off: a call whose arguments are not a
+    /// complete JSON object is reported as truncated (an error event), never as a call.
+    pub fn finish_truncated<S: Sink + ?Sized>(self, sink: &mut S) -> Vec<ToolCall> {
+        self.end(sink, true)
+    }
+
+    fn end<S: Sink + ?Sized>(mut self, sink: &mut S, cut: bool) -> Vec<ToolCall> {
         let mut out = Vec::with_capacity(self.calls.len());
         for slot in 0..self.calls.len() {
             self.flush(slot, sink);
             let call = &mut self.calls[slot];
             let Some(index) = call.started else { continue };
+            if cut && !is_json_object(&call.arguments) {
+                sink.error(ParseError {
+                    kind: ErrorKind::Truncated,
+                    raw: std::mem::take(&mut call.arguments),
+                    reason: format!("the response was cut off inside the call to {}", call.name),
+                });
+                continue;
+            }
             if call.arguments.trim().is_empty() {
                 sink.call_args(index, "{}");
                 call.arguments = "{}".to_owned();
@@ -176,6 +202,11 @@ impl Accumulator {
     pub fn is_empty(&self) -> bool {
         self.calls.is_empty()
     }
+}
+
+fn is_json_object(text: &str) -> bool {
+    let text = text.trim();
+    text.starts_with('{') && serde_json::from_str::<&serde_json::value::RawValue>(text).is_ok()
 }
 
 #[cfg(test)]
@@ -263,5 +294,24 @@ mod tests {
         let calls = acc.finish(&mut out);
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].id, "call_2");
+    }
+
+    #[test]
+    fn a_call_cut_by_the_token_limit_is_truncated_not_a_call() {
+        let mut acc = Accumulator::new();
+        let mut out = ParseOutput::default();
+        acc.push(
+            &d(Some(0), Some("a"), Some("f"), Some("{\"x\": 1}")),
+            &mut out,
+        );
+        acc.push(
+            &d(Some(1), Some("b"), Some("g"), Some("{\"y\": \"unfini")),
+            &mut out,
+        );
+        let calls = acc.finish_truncated(&mut out);
+        assert_eq!(calls.len(), 1);
+        assert_eq!(out.errors.len(), 1);
+        assert_eq!(out.errors[0].kind, ErrorKind::Truncated);
+        assert_eq!(out.errors[0].raw, "{\"y\": \"unfini");
     }
 }

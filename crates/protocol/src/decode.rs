@@ -159,9 +159,12 @@ impl ResponseDecoder {
     /// `mode` must be concrete (native, prompt or verbatim). Text is parsed in prompt and verbatim
     /// modes; native tool-call fragments are accepted in every mode (a server may use them anyway).
     pub fn new(mode: ToolMode, parser: ParserConfig) -> Self {
+        // Native calls without an id get one from the same prefix, after a marker that keeps them
+        // apart from the parser's ids.
+        let accumulator = Accumulator::with_id_prefix(format!("{}n", parser.id_prefix));
         ResponseDecoder {
             parser: mode.parses_text().then(|| Parser::new(parser)),
-            accumulator: Some(Accumulator::new()),
+            accumulator: Some(accumulator),
             next_index: 0,
             text_map: Vec::new(),
             native_map: Vec::new(),
@@ -228,7 +231,13 @@ impl ResponseDecoder {
             parser.finish(&mut self.out(events, Source::Text));
         }
         if let Some(acc) = self.accumulator.take() {
-            acc.finish(&mut self.out(events, Source::Native));
+            let cut = self.upstream_finish == Some(FinishReason::Length);
+            let mut out = self.out(events, Source::Native);
+            if cut {
+                acc.finish_truncated(&mut out);
+            } else {
+                acc.finish(&mut out);
+            }
         }
         if let Some(usage) = self.usage {
             events.push(ModelEvent::Usage { usage });
@@ -239,7 +248,7 @@ impl ResponseDecoder {
     }
 
     fn final_reason(&self) -> FinishReason {
-        if self.truncated {
+        if self.truncated || self.upstream_finish == Some(FinishReason::Length) {
             FinishReason::Length
         } else if self.calls_ended > 0 {
             FinishReason::ToolCalls

@@ -24,6 +24,7 @@ pub mod mode;
 pub mod openai;
 pub mod parser;
 pub mod sse;
+pub mod stop;
 pub mod texts;
 pub mod types;
 

@@ -1,0 +1,272 @@
+//! HTTP plumbing shared by the HTTP clients: deadlines, retries with backoff, error mapping, and a
+//! body reader that enforces the idle and total deadlines while streaming.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use rand::Rng;
+use reqwest::header::HeaderMap;
+use tokio::time::Instant;
+
+use crate::error::{ProviderError, TimeoutKind};
+
+/// The deadlines of one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Establishing the TCP/TLS connection.
+    pub connect: Duration,
+    /// From sending the request to the response headers (local models can take a while to read a
+    /// long prompt, hence the generous default).
+    pub first_byte: Duration,
+    /// The longest silence between two chunks of a streamed body.
+    pub idle: Duration,
+    /// The whole request, retries included.
+    pub total: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            first_byte: Duration::from_secs(120),
+            idle: Duration::from_secs(60),
+            total: Duration::from_secs(600),
+        }
+    }
+}
+
+/// When and how often a failed request is tried again. Retries happen only before anything was
+/// streamed to the consumer, and only for transient errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    pub max_retries: u32,
+    /// The first backoff; it doubles each time, with ±25 % jitter.
+    pub base_delay: Duration,
+    pub max_delay: Duration,
+    /// A `Retry-After` longer than this is not waited for: the error goes up (to the next arm).
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 2,
+            base_delay: Duration::from_millis(250),
+            max_delay: Duration::from_secs(4),
+            max_retry_after: Duration::from_secs(10),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries at all.
+    pub fn none() -> Self {
+        RetryPolicy {
+            max_retries: 0,
+            ..Self::default()
+        }
+    }
+
+    /// The wait before retry number `attempt` (0-based) after `error`, or `None` when no retry
+    /// should happen (not transient, out of retries, or it would pass the deadline).
+    pub fn delay(
+        &self,
+        attempt: u32,
+        error: &ProviderError,
+        deadline: Instant,
+    ) -> Option<Duration> {
+        if attempt >= self.max_retries || !error.is_transient() {
+            return None;
+        }
+        let delay = match error {
+            ProviderError::RateLimited {
+                retry_after: Some(after),
+                ..
+            } => {
+                if *after > self.max_retry_after {
+                    return None;
+                }
+                *after
+            }
+            _ => {
+                let base = self
+                    .base_delay
+                    .saturating_mul(1u32 << attempt.min(16))
+                    .min(self.max_delay);
+                let jitter = rand::rng().random_range(0.75..1.25);
+                base.mul_f64(jitter)
+            }
+        };
+        (Instant::now() + delay < deadline).then_some(delay)
+    }
+}
+
+/// Builds a client with the connect timeout (the other deadlines are applied per request).
+pub fn build_client(timeouts: &Timeouts) -> Result<reqwest::Client, ProviderError> {
+    reqwest::Client::builder()
+        .connect_timeout(timeouts.connect)
+        .pool_idle_timeout(Duration::from_secs(90))
+        .build()
+        .map_err(|e| ProviderError::Config(format!("cannot build the HTTP client: {e}")))
+}
+
+/// `Retry-After` in seconds (HTTP dates are rare from APIs and ignored).
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    let secs: f64 = value.parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(86_400.0)))
+}
+
+/// Maps a transport error (never an HTTP status) to a typed error, without the URL.
+pub fn transport_error(error: reqwest::Error) -> ProviderError {
+    let error = error.without_url();
+    if error.is_timeout() {
+        ProviderError::Timeout(TimeoutKind::Connect)
+    } else if error.is_connect() {
+        ProviderError::Connect(source_chain(&error))
+    } else if error.is_body() || error.is_decode() {
+        ProviderError::BadResponse(format!(
+            "the response body broke off: {}",
+            source_chain(&error)
+        ))
+    } else {
+        ProviderError::Connect(source_chain(&error))
+    }
+}
+
+fn source_chain(error: &dyn std::error::Error) -> String {
+    let mut s = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        s.push_str(": ");
+        s.push_str(&e.to_string());
+        source = e.source();
+    }
+    s
+}
+
+/// Sends a request and waits for the response headers within the first-byte deadline (and the
+/// total deadline). An HTTP error status becomes a typed error with the body's message.
+pub async fn send(
+    request: reqwest::RequestBuilder,
+    timeouts: &Timeouts,
+    deadline: Instant,
+    key: Option<&str>,
+) -> Result<reqwest::Response, ProviderError> {
+    let first_byte = Instant::now() + timeouts.first_byte;
+    let (limit, kind) = if first_byte < deadline {
+        (first_byte, TimeoutKind::FirstByte)
+    } else {
+        (deadline, TimeoutKind::Total)
+    };
+    let response = match tokio::time::timeout_at(limit, request.send()).await {
+        Err(_) => return Err(ProviderError::Timeout(kind)),
+        Ok(Err(e)) => return Err(transport_error(e)),
+        Ok(Ok(r)) => r,
+    };
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let after = retry_after(response.headers());
+    // Read at most 64 KiB of the error body, within the same deadline.
+    let body = tokio::time::timeout_at(limit, read_limited(response, 64 << 10))
+        .await
+        .unwrap_or_default();
+    Err(ProviderError::from_status(
+        status.as_u16(),
+        &body,
+        after,
+        key,
+    ))
+}
+
+async fn read_limited(response: reqwest::Response, limit: usize) -> String {
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(Ok(chunk)) = stream.next().await {
+        body.extend_from_slice(&chunk);
+        if body.len() >= limit {
+            body.truncate(limit);
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// The response body as chunks, each within the idle deadline and all within the total one.
+pub fn body_chunks(
+    response: reqwest::Response,
+    idle: Duration,
+    deadline: Instant,
+) -> impl Stream<Item = Result<Bytes, ProviderError>> + Send {
+    async_stream::try_stream! {
+        let mut stream = response.bytes_stream();
+        loop {
+            let idle_at = Instant::now() + idle;
+            let (limit, kind) = if idle_at < deadline {
+                (idle_at, TimeoutKind::Idle)
+            } else {
+                (deadline, TimeoutKind::Total)
+            };
+            match tokio::time::timeout_at(limit, stream.next()).await {
+                Err(_) => Err(ProviderError::Timeout(kind))?,
+                Ok(None) => break,
+                Ok(Some(Err(e))) => Err(transport_error(e))?,
+                Ok(Some(Ok(chunk))) => yield chunk,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_delays_are_bounded() {
+        let policy = RetryPolicy::default();
+        let far = Instant::now() + Duration::from_secs(60);
+        let e = ProviderError::Upstream {
+            status: 503,
+            message: String::new(),
+        };
+        let d0 = policy.delay(0, &e, far).unwrap();
+        assert!(d0 >= Duration::from_millis(187) && d0 <= Duration::from_millis(313));
+        assert!(policy.delay(2, &e, far).is_none(), "out of retries");
+        let bad = ProviderError::Upstream {
+            status: 400,
+            message: String::new(),
+        };
+        assert!(policy.delay(0, &bad, far).is_none(), "not transient");
+        let soon = Instant::now() + Duration::from_millis(10);
+        assert!(policy.delay(0, &e, soon).is_none(), "past the deadline");
+        let rl = |s| ProviderError::RateLimited {
+            retry_after: Some(Duration::from_secs(s)),
+            message: String::new(),
+        };
+        assert_eq!(policy.delay(0, &rl(3), far), Some(Duration::from_secs(3)));
+        assert_eq!(
+            policy.delay(0, &rl(30), far),
+            None,
+            "too long to wait: let another arm try"
+        );
+    }
+
+    #[test]
+    fn retry_after_header() {
+        let mut h = HeaderMap::new();
+        h.insert(reqwest::header::RETRY_AFTER, "2".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert(
+            reqwest::header::RETRY_AFTER,
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
+        assert_eq!(retry_after(&h), None);
+    }
+}

@@ -1,0 +1,255 @@
+//! A model as users configure it: one or more arms (an upstream plus its tool mode), tried in order.
+//!
+//! Each attempt encodes the client's original request for its arm's mode and decodes the answer
+//! with the same mode, so a verbatim arm gets the in-band tool block and a native arm does not. An
+//! arm that fails with a transient error (connection, timeout, 429, 5xx, unreadable response)
+//! *before any content reached the consumer* hands over to the next arm; after content, the error is
+//! the consumer's.
+
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+
+use futures::{Stream, StreamExt};
+use rand::distr::{Alphanumeric, SampleString};
+use toolbridge_protocol::decode::{ModelEvent, ResponseDecoder};
+use toolbridge_protocol::mode::{encode, offered_tools, EncodeOptions, ToolMode};
+use toolbridge_protocol::parser::{ParseError, ParserConfig};
+use toolbridge_protocol::stop::StopScanner;
+use toolbridge_protocol::texts::CallTag;
+use toolbridge_protocol::types::{ChatRequest, FinishReason, ToolCall, Usage};
+
+use crate::error::ProviderError;
+use crate::wire::{Upstream, WireEvent};
+
+/// An upstream with its tool mode.
+#[derive(Clone)]
+pub struct Arm {
+    pub upstream: Arc<dyn Upstream>,
+    pub mode: ToolMode,
+    pub tag: CallTag,
+}
+
+impl Arm {
+    pub fn new(upstream: Arc<dyn Upstream>, mode: ToolMode) -> Self {
+        Arm {
+            upstream,
+            mode,
+            tag: CallTag::default(),
+        }
+    }
+
+    /// The mode this arm really uses (`auto` resolved against the upstream).
+    pub fn resolved_mode(&self) -> ToolMode {
+        self.mode.resolve(self.upstream.native_tools())
+    }
+}
+
+/// Which arm answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArmInfo {
+    pub index: usize,
+    pub name: String,
+    pub mode: ToolMode,
+}
+
+/// A named model with its arms.
+#[derive(Clone)]
+pub struct Model {
+    pub name: String,
+    pub arms: Vec<Arm>,
+}
+
+impl Model {
+    pub fn new(name: impl Into<String>, arms: Vec<Arm>) -> Self {
+        Model {
+            name: name.into(),
+            arms,
+        }
+    }
+
+    /// A model with one arm.
+    pub fn single(upstream: Arc<dyn Upstream>, mode: ToolMode) -> Self {
+        Model {
+            name: upstream.describe(),
+            arms: vec![Arm::new(upstream, mode)],
+        }
+    }
+
+    /// Streams a response. Dropping the stream cancels the upstream request.
+    pub fn stream(&self, request: ChatRequest) -> ModelStream {
+        let arm_slot = Arc::new(OnceLock::new());
+        let inner = attempt_arms(self.arms.clone(), request, Arc::clone(&arm_slot));
+        ModelStream {
+            inner: Box::pin(inner),
+            arm: arm_slot,
+        }
+    }
+
+    /// Sends a request and collects the whole response.
+    pub async fn complete(&self, request: ChatRequest) -> Result<ModelResponse, ProviderError> {
+        self.stream(request).collect_response().await
+    }
+}
+
+/// A random per-response id prefix, so call ids never collide across responses.
+fn id_prefix() -> String {
+    format!("call_{}_", Alphanumeric.sample_string(&mut rand::rng(), 12))
+}
+
+fn attempt_arms(
+    arms: Vec<Arm>,
+    request: ChatRequest,
+    arm_slot: Arc<OnceLock<ArmInfo>>,
+) -> impl Stream<Item = Result<ModelEvent, ProviderError>> + Send {
+    async_stream::try_stream! {
+        if arms.is_empty() {
+            Err(ProviderError::Config("the model has no upstream configured".into()))?;
+        }
+        let offered: Vec<String> = offered_tools(&request.tools, request.tool_choice.as_ref())
+            .into_iter()
+            .map(|t| t.name.clone())
+            .collect();
+        let prefix = id_prefix();
+        let last = arms.len() - 1;
+        'arms: for (index, arm) in arms.iter().enumerate() {
+            let mode = arm.resolved_mode();
+            let encoded = encode(&request, mode, &EncodeOptions { tag: arm.tag });
+            // With no tool offered there is nothing to parse: text is text.
+            let decode_mode = if offered.is_empty() { ToolMode::Native } else { mode };
+            let config = ParserConfig {
+                tools: Some(offered.clone()),
+                id_prefix: prefix.clone(),
+                ..ParserConfig::default()
+            };
+            let mut decoder = ResponseDecoder::new(decode_mode, config);
+            let info = ArmInfo { index, name: arm.upstream.describe(), mode };
+            // Stop sequences are enforced here too, for servers that ignore them.
+            let mut stop = StopScanner::new(encoded.stop.iter().cloned());
+            let mut wire = arm.upstream.send(encoded);
+            let mut committed = false;
+            let mut events = Vec::new();
+            while let Some(item) = wire.next().await {
+                let event = match item {
+                    Ok(event) => event,
+                    Err(err) if !committed && index < last && err.is_transient() => {
+                        tracing::warn!(arm = %info.name, error = %err, "upstream failed before any content; trying the next arm");
+                        continue 'arms;
+                    }
+                    Err(err) => Err(err)?,
+                };
+                if !committed && event.is_content() {
+                    committed = true;
+                    let _ = arm_slot.set(info.clone());
+                }
+                match event {
+                    WireEvent::Text(t) => {
+                        let text = stop.push(&t);
+                        decoder.text(&text, &mut events);
+                        if stop.stopped() {
+                            decoder.finish_reason(FinishReason::Stop);
+                            for event in events.drain(..) {
+                                yield event;
+                            }
+                            // Dropping the upstream stream cancels the rest of the response.
+                            break;
+                        }
+                    }
+                    WireEvent::Reasoning(t) => decoder.reasoning(&t, &mut events),
+                    WireEvent::ToolCall(d) => decoder.tool_call(&d, &mut events),
+                    WireEvent::Usage(u) => decoder.usage(u),
+                    WireEvent::Finish(r) => decoder.finish_reason(r),
+                }
+                for event in events.drain(..) {
+                    yield event;
+                }
+            }
+            drop(wire);
+            let _ = arm_slot.set(info);
+            let rest = stop.finish();
+            decoder.text(&rest, &mut events);
+            decoder.finish(&mut events);
+            for event in events.drain(..) {
+                yield event;
+            }
+            return;
+        }
+    }
+}
+
+/// The stream of a model's response, which also tells which arm answered.
+pub struct ModelStream {
+    inner: Pin<Box<dyn Stream<Item = Result<ModelEvent, ProviderError>> + Send>>,
+    arm: Arc<OnceLock<ArmInfo>>,
+}
+
+impl ModelStream {
+    /// The arm that answered, once it produced content (or finished).
+    pub fn arm(&self) -> Option<&ArmInfo> {
+        self.arm.get()
+    }
+
+    /// Collects the whole response.
+    pub async fn collect_response(mut self) -> Result<ModelResponse, ProviderError> {
+        let mut response = ModelResponse::default();
+        while let Some(event) = self.inner.next().await {
+            response.apply(event?);
+        }
+        response.arm = self.arm.get().cloned();
+        Ok(response)
+    }
+}
+
+impl Stream for ModelStream {
+    type Item = Result<ModelEvent, ProviderError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.inner.as_mut().poll_next(cx)
+    }
+}
+
+/// A collected response.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ModelResponse {
+    pub text: String,
+    pub reasoning: String,
+    /// Completed calls (a call cut off mid-way is in `errors`, never here).
+    pub calls: Vec<ToolCall>,
+    /// Calls started but not (yet) ended, by index.
+    partial: Vec<(usize, ToolCall)>,
+    pub errors: Vec<ParseError>,
+    pub usage: Option<Usage>,
+    pub finish_reason: Option<FinishReason>,
+    pub arm: Option<ArmInfo>,
+}
+
+impl ModelResponse {
+    /// Folds one event in.
+    pub fn apply(&mut self, event: ModelEvent) {
+        match event {
+            ModelEvent::Text { text } => self.text.push_str(&text),
+            ModelEvent::Reasoning { text } => self.reasoning.push_str(&text),
+            ModelEvent::CallStart { index, id, name } => self.partial.push((
+                index,
+                ToolCall {
+                    id,
+                    name,
+                    arguments: String::new(),
+                },
+            )),
+            ModelEvent::CallArgs { index, fragment } => {
+                if let Some((_, call)) = self.partial.iter_mut().find(|(i, _)| *i == index) {
+                    call.arguments.push_str(&fragment);
+                }
+            }
+            ModelEvent::CallEnd { index } => {
+                if let Some(pos) = self.partial.iter().position(|(i, _)| *i == index) {
+                    self.calls.push(self.partial.remove(pos).1);
+                }
+            }
+            ModelEvent::Malformed { error } => self.errors.push(error),
+            ModelEvent::Usage { usage } => self.usage = Some(usage),
+            ModelEvent::Finish { reason } => self.finish_reason = Some(reason),
+        }
+    }
+}

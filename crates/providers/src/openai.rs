@@ -1,0 +1,430 @@
+//! The OpenAI-compatible Chat Completions client. One client serves OpenAI, Ollama's `/v1`, vLLM,
+//! llama.cpp's server, LM Studio, OpenRouter and every other server speaking this API.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::time::Instant;
+use toolbridge_protocol::accumulator::{FunctionDelta, ToolCallDelta};
+use toolbridge_protocol::openai::{ChatCompletion, ChatCompletionChunk};
+use toolbridge_protocol::sse::{SseDecoder, SseEvent};
+use toolbridge_protocol::types::{ChatRequest, FinishReason, Usage};
+
+use crate::error::ProviderError;
+use crate::http::{self, RetryPolicy, Timeouts};
+use crate::wire::{Upstream, WireEvent, WireStream};
+
+/// How to reach one OpenAI-compatible model.
+#[derive(Clone, Debug)]
+pub struct OpenAiConfig {
+    /// What to call this upstream in logs and reports, e.g. `openai:gpt-4o-mini`.
+    pub name: String,
+    /// The API base, e.g. `https://api.openai.com/v1`; requests go to `{base_url}/chat/completions`.
+    pub base_url: String,
+    pub model: String,
+    /// Sent as `Authorization: Bearer …`; never logged, never in an error.
+    pub api_key: Option<String>,
+    pub extra_headers: Vec<(String, String)>,
+    pub timeouts: Timeouts,
+    pub retry: RetryPolicy,
+    /// Stream responses (the default); when off, one JSON response is read.
+    pub stream: bool,
+    /// Whether the server honours the `tools` field (resolves the `auto` tool mode).
+    pub native_tools: bool,
+}
+
+impl OpenAiConfig {
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        let model = model.into();
+        OpenAiConfig {
+            name: format!("openai:{model}"),
+            base_url: base_url.into(),
+            model,
+            api_key: None,
+            extra_headers: Vec::new(),
+            timeouts: Timeouts::default(),
+            retry: RetryPolicy::default(),
+            stream: true,
+            native_tools: true,
+        }
+    }
+}
+
+/// The client.
+#[derive(Clone)]
+pub struct OpenAiClient {
+    config: Arc<OpenAiConfig>,
+    http: reqwest::Client,
+}
+
+impl OpenAiClient {
+    pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
+        let url = reqwest::Url::parse(&config.base_url).map_err(|e| {
+            ProviderError::Config(format!("invalid base URL `{}`: {e}", config.base_url))
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(ProviderError::Config(format!(
+                "base URL `{}` is not http(s)",
+                config.base_url
+            )));
+        }
+        let http = http::build_client(&config.timeouts)?;
+        Ok(OpenAiClient {
+            config: Arc::new(config),
+            http,
+        })
+    }
+
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+}
+
+/// The request body: the request as OpenAI JSON with our model name and streaming options, and
+/// without toolbridge's own `is_error` flag on tool messages.
+fn request_body(request: &ChatRequest, config: &OpenAiConfig) -> Result<Value, ProviderError> {
+    let mut body = serde_json::to_value(request)
+        .map_err(|e| ProviderError::Config(format!("cannot encode the request: {e}")))?;
+    let Value::Object(map) = &mut body else {
+        return Err(ProviderError::Config(
+            "request did not encode as an object".into(),
+        ));
+    };
+    map.insert("model".into(), Value::String(config.model.clone()));
+    if let Some(Value::Array(messages)) = map.get_mut("messages") {
+        for m in messages {
+            if let Value::Object(m) = m {
+                m.remove("is_error");
+            }
+        }
+    }
+    if config.stream {
+        map.insert("stream".into(), Value::Bool(true));
+        map.entry("stream_options")
+            .or_insert_with(|| serde_json::json!({"include_usage": true}));
+    } else {
+        map.remove("stream");
+        map.remove("stream_options");
+    }
+    Ok(body)
+}
+
+impl Upstream for OpenAiClient {
+    fn describe(&self) -> String {
+        self.config.name.clone()
+    }
+
+    fn native_tools(&self) -> bool {
+        self.config.native_tools
+    }
+
+    fn send(&self, request: ChatRequest) -> WireStream {
+        let client = self.clone();
+        Box::pin(async_stream::try_stream! {
+            let config = &client.config;
+            let body = request_body(&request, config)?;
+            let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+            let key = config.api_key.as_deref();
+            let deadline = Instant::now() + config.timeouts.total;
+            let mut attempt = 0;
+            'attempts: loop {
+                let mut builder = client.http.post(&url).json(&body);
+                if let Some(key) = key {
+                    builder = builder.bearer_auth(key);
+                }
+                for (name, value) in &config.extra_headers {
+                    builder = builder.header(name, value);
+                }
+                let mut yielded = false;
+                let response = match http::send(builder, &config.timeouts, deadline, key).await {
+                    Ok(r) => r,
+                    Err(e) => match config.retry.delay(attempt, &e, deadline) {
+                        Some(wait) => {
+                            tracing::debug!(upstream = %config.name, error = %e, ?wait, "retrying");
+                            tokio::time::sleep(wait).await;
+                            attempt += 1;
+                            continue 'attempts;
+                        }
+                        None => Err(e)?,
+                    },
+                };
+                if !config.stream {
+                    let text = match tokio::time::timeout_at(deadline, response.text()).await {
+                        Err(_) => Err(ProviderError::Timeout(crate::error::TimeoutKind::Total))?,
+                        Ok(Err(e)) => Err(http::transport_error(e))?,
+                        Ok(Ok(t)) => t,
+                    };
+                    for event in completion_events(&text)? {
+                        yield event;
+                    }
+                    return;
+                }
+                let mut chunks = Box::pin(http::body_chunks(response, config.timeouts.idle, deadline));
+                let mut sse = SseDecoder::default();
+                let mut decoder = ChunkDecoder::default();
+                let mut events = Vec::new();
+                let mut wire = Vec::new();
+                loop {
+                    let chunk = match chunks.next().await {
+                        Some(Ok(chunk)) => chunk,
+                        Some(Err(e)) => {
+                            if !yielded {
+                                if let Some(wait) = config.retry.delay(attempt, &e, deadline) {
+                                    tokio::time::sleep(wait).await;
+                                    attempt += 1;
+                                    continue 'attempts;
+                                }
+                            }
+                            Err(e)?;
+                            return;
+                        }
+                        None => {
+                            sse.finish(&mut events).map_err(|e| ProviderError::BadResponse(e.to_string()))?;
+                            for event in events.drain(..) {
+                                decoder.event(&event, &mut wire)?;
+                            }
+                            for event in wire.drain(..) {
+                                yield event;
+                            }
+                            for event in decoder.finish()? {
+                                yield event;
+                            }
+                            return;
+                        }
+                    };
+                    sse.push(&chunk, &mut events).map_err(|e| ProviderError::BadResponse(e.to_string()))?;
+                    for event in events.drain(..) {
+                        decoder.event(&event, &mut wire)?;
+                    }
+                    for event in wire.drain(..) {
+                        yielded |= event.is_content();
+                        yield event;
+                    }
+                    if decoder.done {
+                        for event in decoder.finish()? {
+                            yield event;
+                        }
+                        return;
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// Turns streamed chunks (SSE `data:` payloads) into wire events.
+#[derive(Debug, Default)]
+pub struct ChunkDecoder {
+    finish: Option<FinishReason>,
+    usage: Option<Usage>,
+    /// `[DONE]` arrived.
+    pub done: bool,
+}
+
+impl ChunkDecoder {
+    /// Takes one SSE event.
+    pub fn event(
+        &mut self,
+        event: &SseEvent,
+        out: &mut Vec<WireEvent>,
+    ) -> Result<(), ProviderError> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        if event.event.as_deref() == Some("error") || data.starts_with("{\"error\"") {
+            let message = serde_json::from_str::<Value>(data)
+                .ok()
+                .and_then(|v| {
+                    v.pointer("/error/message")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                })
+                .unwrap_or_else(|| data.chars().take(300).collect());
+            return Err(ProviderError::Upstream {
+                status: 500,
+                message,
+            });
+        }
+        let chunk: ChatCompletionChunk = serde_json::from_str(data).map_err(|e| {
+            ProviderError::BadResponse(format!("a streamed chunk is not valid JSON ({e})"))
+        })?;
+        if let Some(usage) = chunk.usage {
+            self.usage = Some(usage);
+        }
+        // Only the first choice is used (toolbridge never asks for n > 1).
+        if let Some(choice) = chunk.choices.into_iter().find(|c| c.index == 0) {
+            let delta = choice.delta;
+            if let Some(r) = delta.reasoning_content.filter(|r| !r.is_empty()) {
+                out.push(WireEvent::Reasoning(r));
+            }
+            if let Some(t) = delta.content.filter(|t| !t.is_empty()) {
+                out.push(WireEvent::Text(t));
+            }
+            for call in delta.tool_calls {
+                out.push(WireEvent::ToolCall(call));
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.finish = Some(reason);
+            }
+        }
+        Ok(())
+    }
+
+    /// The stream ended: usage and the finish reason. A stream that ended with neither `[DONE]`
+    /// nor a finish reason was cut off.
+    pub fn finish(&mut self) -> Result<Vec<WireEvent>, ProviderError> {
+        if !self.done && self.finish.is_none() {
+            return Err(ProviderError::BadResponse(
+                "the stream ended before it was complete".into(),
+            ));
+        }
+        let mut out = Vec::new();
+        if let Some(usage) = self.usage.take() {
+            out.push(WireEvent::Usage(usage));
+        }
+        out.push(WireEvent::Finish(
+            self.finish.take().unwrap_or(FinishReason::Stop),
+        ));
+        Ok(out)
+    }
+}
+
+/// The events of a non-streamed response.
+pub fn completion_events(body: &str) -> Result<Vec<WireEvent>, ProviderError> {
+    let completion: ChatCompletion = serde_json::from_str(body)
+        .map_err(|e| ProviderError::BadResponse(format!("the response is not valid JSON ({e})")))?;
+    let mut out = Vec::new();
+    let Some(choice) = completion.choices.into_iter().next() else {
+        return Err(ProviderError::BadResponse(
+            "the response has no choices".into(),
+        ));
+    };
+    let message = choice.message;
+    if let Some(r) = message.reasoning_content.filter(|r| !r.is_empty()) {
+        out.push(WireEvent::Reasoning(r));
+    }
+    if let Some(t) = message.content.filter(|t| !t.is_empty()) {
+        out.push(WireEvent::Text(t));
+    }
+    for (i, call) in message.tool_calls.into_iter().enumerate() {
+        out.push(WireEvent::ToolCall(ToolCallDelta {
+            index: Some(i),
+            id: Some(call.id),
+            kind: Some("function".into()),
+            function: Some(FunctionDelta {
+                name: Some(call.name),
+                arguments: Some(call.arguments),
+            }),
+        }));
+    }
+    if let Some(usage) = completion.usage {
+        out.push(WireEvent::Usage(usage));
+    }
+    out.push(WireEvent::Finish(
+        choice.finish_reason.unwrap_or(FinishReason::Stop),
+    ));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sse(data: &str) -> SseEvent {
+        SseEvent {
+            event: None,
+            data: data.into(),
+        }
+    }
+
+    #[test]
+    fn decodes_a_tool_call_stream() {
+        let mut d = ChunkDecoder::default();
+        let mut out = Vec::new();
+        for data in [
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"f","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}"#,
+            "[DONE]",
+        ] {
+            d.event(&sse(data), &mut out).unwrap();
+        }
+        assert!(d.done);
+        out.extend(d.finish().unwrap());
+        assert_eq!(out.len(), 4);
+        assert!(matches!(&out[0], WireEvent::ToolCall(c) if c.id.as_deref() == Some("c")));
+        assert!(matches!(out[2], WireEvent::Usage(u) if u.total_tokens == 3));
+        assert_eq!(out[3], WireEvent::Finish(FinishReason::ToolCalls));
+    }
+
+    #[test]
+    fn bad_json_and_cut_streams_are_errors() {
+        let mut d = ChunkDecoder::default();
+        let mut out = Vec::new();
+        assert!(matches!(
+            d.event(&sse("{not json"), &mut out),
+            Err(ProviderError::BadResponse(_))
+        ));
+        let mut d = ChunkDecoder::default();
+        d.event(
+            &sse(r#"{"choices":[{"index":0,"delta":{"content":"hi"}}]}"#),
+            &mut out,
+        )
+        .unwrap();
+        assert!(matches!(d.finish(), Err(ProviderError::BadResponse(_))));
+    }
+
+    #[test]
+    fn error_events_mid_stream_are_upstream_errors() {
+        let mut d = ChunkDecoder::default();
+        let e = d
+            .event(
+                &sse(r#"{"error":{"message":"overloaded"}}"#),
+                &mut Vec::new(),
+            )
+            .unwrap_err();
+        assert_eq!(
+            e,
+            ProviderError::Upstream {
+                status: 500,
+                message: "overloaded".into()
+            }
+        );
+    }
+
+    #[test]
+    fn body_sets_model_streaming_and_drops_is_error() {
+        let mut config = OpenAiConfig::new("http://x/v1", "real-model");
+        let req: ChatRequest = serde_json::from_str(
+            r#"{"model":"alias","messages":[{"role":"tool","tool_call_id":"1","content":"x","is_error":true}],"seed":7}"#,
+        )
+        .unwrap();
+        let body = request_body(&req, &config).unwrap();
+        assert_eq!(body["model"], "real-model");
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["stream_options"]["include_usage"], true);
+        assert_eq!(body["seed"], 7);
+        assert!(body["messages"][0].get("is_error").is_none());
+        config.stream = false;
+        let body = request_body(&req, &config).unwrap();
+        assert!(body.get("stream").is_none());
+    }
+
+    #[test]
+    fn non_streamed_completion() {
+        let events = completion_events(
+            r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"hi","tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}"#,
+        )
+        .unwrap();
+        assert_eq!(events.len(), 4);
+        assert_eq!(events[0], WireEvent::Text("hi".into()));
+    }
+}
