@@ -386,6 +386,10 @@ fn chunks(text: &str, n: usize) -> Vec<&str> {
 }
 
 fn bench(c: &mut Criterion) {
+    // `TOOLBRIDGE_BENCH_DUMP=FILE` writes the input out, for profiling with the parse_file example.
+    if let Some(path) = std::env::var_os("TOOLBRIDGE_BENCH_DUMP") {
+        std::fs::write(path, generate()).unwrap();
+    }
     let text = generate();
     assert_eq!(text.len(), TARGET_LEN);
 

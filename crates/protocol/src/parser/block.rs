@@ -1,8 +1,9 @@
 //! Call blocks: `<tool_call>` … `</tool_call>`.
 
 use super::json::Feed;
-use super::shape::{array_elements, judge_object};
-use super::{match_prefix, Match, Parser, Sink, State, MAX_TAG_SPACE, OPEN_CALL, OPEN_USE};
+use super::json::Member;
+use super::shape::{array_elements, judge_members, judge_object};
+use super::{agrees, match_prefix, Match, Parser, Sink, State, MAX_TAG_SPACE, OPEN_CALL, OPEN_USE};
 use super::{ErrorKind, ParseError};
 
 const CLOSE_CALL: &[u8] = b"</tool_call>";
@@ -80,6 +81,31 @@ impl Parser {
         i: usize,
         sink: &mut S,
     ) -> usize {
+        // Fast path: more of a value that stays open (most of a streamed call).
+        if let State::Block(block) = &self.state {
+            let rest = &s[i..];
+            if block.phase == Phase::Value
+                && self.buf.len() + rest.len() <= self.config.max_block_bytes
+            {
+                let fed = self.scanner.feed(rest.as_bytes());
+                if fed == Feed::NeedMore {
+                    self.buf.push_str(rest);
+                    return s.len();
+                }
+                return self.block_general(s, i, Some(fed), sink);
+            }
+        }
+        self.block_general(s, i, None, sink)
+    }
+
+    /// Every phase; `fed` is the scanner's answer when the fast path already fed the value.
+    fn block_general<S: Sink + ?Sized>(
+        &mut self,
+        s: &str,
+        i: usize,
+        fed: Option<Feed>,
+        sink: &mut S,
+    ) -> usize {
         let State::Block(mut block) = std::mem::replace(&mut self.state, State::Text) else {
             return i;
         };
@@ -94,7 +120,11 @@ impl Parser {
         let next = match block.phase {
             Phase::Value => {
                 let rest = &s[i..];
-                match self.scanner.feed(rest.as_bytes()) {
+                let fed = match fed {
+                    Some(fed) => fed,
+                    None => self.scanner.feed(rest.as_bytes()),
+                };
+                match fed {
                     Feed::NeedMore => {
                         self.buf.push_str(rest);
                         s.len()
@@ -128,12 +158,7 @@ impl Parser {
                     block.phase = Phase::Value;
                     i
                 }
-                b'<' => {
-                    block.tag_start = self.buf.len();
-                    self.buf.push('<');
-                    block.phase = Phase::Tag { resume: Rest::Junk };
-                    i + 1
-                }
+                // Junk handles tags (with a look-ahead) and everything else after a value.
                 _ => {
                     block.phase = Phase::Junk;
                     i
@@ -145,17 +170,38 @@ impl Parser {
                 } else {
                     Rest::Broken
                 };
-                match memchr::memchr(b'<', &s.as_bytes()[i..]) {
-                    None => {
+                let bytes = s.as_bytes();
+                let mut pos = i;
+                loop {
+                    let Some(off) = memchr::memchr(b'<', &bytes[pos..]) else {
                         self.buf.push_str(&s[i..]);
-                        s.len()
-                    }
-                    Some(off) => {
-                        self.buf.push_str(&s[i..i + off]);
-                        block.tag_start = self.buf.len();
-                        self.buf.push('<');
-                        block.phase = Phase::Tag { resume };
-                        i + off + 1
+                        break s.len();
+                    };
+                    let at = pos + off;
+                    // Decide from the bytes at hand when they suffice; else match byte by byte.
+                    let window = &bytes[at..bytes.len().min(at + CLOSE_CALL.len())];
+                    let tags = [CLOSE_CALL, CLOSE_USE, OPEN_CALL, OPEN_USE];
+                    match tags.iter().copied().find(|t| agrees(window, t)) {
+                        None => pos = at + 1,
+                        Some(tag)
+                            if window.len() >= tag.len()
+                                && (tag == CLOSE_CALL || tag == CLOSE_USE) =>
+                        {
+                            let end = at + tag.len();
+                            self.buf.push_str(&s[i..at]);
+                            let raw_end = self.buf.len();
+                            self.buf.push_str(&s[at..end]);
+                            let text_end = self.buf.len();
+                            self.end_block(block, text_end, raw_end, sink);
+                            return end;
+                        }
+                        Some(_) => {
+                            self.buf.push_str(&s[i..at]);
+                            block.tag_start = self.buf.len();
+                            self.buf.push('<');
+                            block.phase = Phase::Tag { resume };
+                            break at + 1;
+                        }
                     }
                 }
             }
@@ -242,13 +288,27 @@ impl Parser {
                 }),
             }
         } else {
-            self.judge_one(text, block, sink);
+            let members = self.scanner.take_members();
+            self.judge_with(text, Some(&members), block, sink);
+            self.scanner.restore_members(members);
         }
         self.buf = buf;
     }
 
     fn judge_one<S: Sink + ?Sized>(&mut self, text: &str, block: &mut Block, sink: &mut S) {
-        match judge_object(text, &self.declared, false) {
+        self.judge_with(text, None, block, sink)
+    }
+
+    /// Judges one object; `members` (from the scanner) spare a second parse when given.
+    fn judge_with<S: Sink + ?Sized>(
+        &mut self,
+        text: &str,
+        members: Option<&[Member]>,
+        block: &mut Block,
+        sink: &mut S,
+    ) {
+        let fast = members.and_then(|m| judge_members(text, m, &self.declared));
+        match fast.unwrap_or_else(|| judge_object(text, &self.declared, false)) {
             Ok(call) => {
                 block.calls += 1;
                 self.emit_call(&call.name, &call.arguments, sink);

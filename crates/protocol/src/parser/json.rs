@@ -90,11 +90,26 @@ static STRING_SPECIAL: [bool; 256] = {
     t
 };
 
+/// A member of the top-level object: byte ranges of its key's content and of its value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Member {
+    pub key: (usize, usize),
+    pub value: (usize, usize),
+    /// The key holds an escape sequence (so its raw bytes are not its text).
+    pub escaped: bool,
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct Scanner {
     /// Open containers: `true` for an object, `false` for an array.
     stack: Vec<bool>,
     state: State,
+    /// Where the current input starts within the value.
+    base: usize,
+    /// The members of a top-level object, recorded while scanning so the call's name and
+    /// arguments can be read without parsing the value again.
+    members: Vec<Member>,
+    current: Member,
 }
 
 impl Default for Scanner {
@@ -102,6 +117,9 @@ impl Default for Scanner {
         Scanner {
             stack: Vec::new(),
             state: State::Value,
+            base: 0,
+            members: Vec::new(),
+            current: Member::default(),
         }
     }
 }
@@ -115,10 +133,45 @@ impl Scanner {
     pub(crate) fn reset(&mut self) {
         self.stack.clear();
         self.state = State::Value;
+        self.base = 0;
+        self.members.clear();
+    }
+
+    /// Takes the members of the top-level object scanned since the last reset (give the vector
+    /// back with [`Scanner::restore_members`] to keep its allocation).
+    pub(crate) fn take_members(&mut self) -> Vec<Member> {
+        std::mem::take(&mut self.members)
+    }
+
+    pub(crate) fn restore_members(&mut self, mut members: Vec<Member>) {
+        members.clear();
+        self.members = members;
+    }
+
+    /// Whether the scanner is directly inside the top-level object.
+    fn at_top_object(&self) -> bool {
+        self.stack.len() == 1 && self.stack[0]
+    }
+
+    /// A value of the top-level object ended at `end` (an offset within the value).
+    fn end_member(&mut self, end: usize) {
+        if self.at_top_object() {
+            self.current.value.1 = end;
+            self.members.push(self.current);
+        }
     }
 
     /// Feeds the next bytes of the value.
     pub(crate) fn feed(&mut self, input: &[u8]) -> Feed {
+        let result = self.feed_inner(input);
+        self.base += match result {
+            Feed::NeedMore => input.len(),
+            Feed::Done(n) | Feed::Error(n, _) => n,
+        };
+        result
+    }
+
+    fn feed_inner(&mut self, input: &[u8]) -> Feed {
         let mut i = 0;
         let n = input.len();
         while i < n {
@@ -135,16 +188,25 @@ impl Scanner {
                     }
                     match input[j] {
                         b'"' => {
-                            self.state = if key {
-                                State::Colon
+                            if key {
+                                if self.at_top_object() {
+                                    self.current.key.1 = self.base + j;
+                                }
+                                self.state = State::Colon;
                             } else {
-                                self.after_value()
-                            };
-                            if self.state == State::Done {
-                                return Feed::Done(j + 1);
+                                self.state = self.after_value();
+                                if self.state == State::Done {
+                                    return Feed::Done(j + 1);
+                                }
+                                self.end_member(self.base + j + 1);
                             }
                         }
-                        b'\\' => self.state = State::Escape { key },
+                        b'\\' => {
+                            if key && self.at_top_object() {
+                                self.current.escaped = true;
+                            }
+                            self.state = State::Escape { key }
+                        }
                         _ => return Feed::Error(j, "control character inside a string"),
                     }
                     i = j + 1;
@@ -184,6 +246,9 @@ impl Scanner {
                         i += 1;
                         continue;
                     }
+                    if self.at_top_object() {
+                        self.current.value.0 = self.base + i;
+                    }
                     if let Err(reason) = self.begin_value(b) {
                         return Feed::Error(i, reason);
                     }
@@ -194,7 +259,15 @@ impl Scanner {
                         continue;
                     }
                     match b {
-                        b'"' => self.state = State::Str { key: true },
+                        b'"' => {
+                            if self.at_top_object() {
+                                self.current = Member {
+                                    key: (self.base + i + 1, self.base + i + 1),
+                                    ..Member::default()
+                                };
+                            }
+                            self.state = State::Str { key: true }
+                        }
                         b'}' if self.state == State::ObjectFirst => {
                             if let Some(done) = self.close(i) {
                                 return done;
@@ -248,6 +321,7 @@ impl Scanner {
                         None if num.can_end() => {
                             // The number ended before this byte; look at it again.
                             self.state = State::AfterValue;
+                            self.end_member(self.base + i);
                             continue;
                         }
                         None => return Feed::Error(i, "invalid number"),
@@ -258,11 +332,12 @@ impl Scanner {
                         return Feed::Error(i, "invalid literal (expected true, false or null)");
                     }
                     let at = at + 1;
-                    self.state = if at as usize == lit.len() {
-                        State::AfterValue
+                    if at as usize == lit.len() {
+                        self.state = State::AfterValue;
+                        self.end_member(self.base + i + 1);
                     } else {
-                        State::Literal { lit, at }
-                    };
+                        self.state = State::Literal { lit, at };
+                    }
                 }
                 State::Done => return Feed::Done(i),
             }
@@ -284,7 +359,11 @@ impl Scanner {
     fn close(&mut self, i: usize) -> Option<Feed> {
         self.stack.pop();
         self.state = self.after_value();
-        (self.state == State::Done).then_some(Feed::Done(i + 1))
+        if self.state == State::Done {
+            return Some(Feed::Done(i + 1));
+        }
+        self.end_member(self.base + i + 1);
+        None
     }
 
     fn begin_value(&mut self, b: u8) -> Result<(), &'static str> {
@@ -399,5 +478,38 @@ mod tests {
     fn depth_is_bounded() {
         let deep = "[".repeat(MAX_DEPTH + 1);
         assert!(matches!(whole(&deep), Feed::Error(i, _) if i == MAX_DEPTH));
+    }
+
+    #[test]
+    fn records_top_level_members_across_chunks() {
+        let text = r#"{"name": "f", "n": -1.5e3, "b": true, "arguments": {"x": [1, {"y": "}"}]}, "k\u0041": null}"#;
+        let expect = {
+            let mut sc = Scanner::default();
+            assert_eq!(sc.feed(text.as_bytes()), Feed::Done(text.len()));
+            sc.members.clone()
+        };
+        let spans: Vec<(&str, &str)> = expect
+            .iter()
+            .map(|m| (&text[m.key.0..m.key.1], &text[m.value.0..m.value.1]))
+            .collect();
+        assert_eq!(
+            spans,
+            vec![
+                ("name", "\"f\""),
+                ("n", "-1.5e3"),
+                ("b", "true"),
+                ("arguments", r#"{"x": [1, {"y": "}"}]}"#),
+                ("k\\u0041", "null"),
+            ]
+        );
+        assert!(expect[4].escaped && !expect[0].escaped);
+        let mut sc = Scanner::default();
+        for (i, b) in text.as_bytes().iter().enumerate() {
+            let r = sc.feed(std::slice::from_ref(b));
+            if i + 1 < text.len() {
+                assert_eq!(r, Feed::NeedMore);
+            }
+        }
+        assert_eq!(sc.members, expect);
     }
 }

@@ -182,16 +182,47 @@ impl Parser {
     }
 
     /// Pushes the next chunk of text.
+    #[inline]
     pub fn push<S: Sink + ?Sized>(&mut self, chunk: &str, sink: &mut S) {
+        // The token-streaming common case: a short piece of plain text.
+        if chunk.len() < 16
+            && matches!(self.state, State::Text)
+            && find_special(chunk.as_bytes()).is_none()
+        {
+            self.emit_text(chunk, sink);
+            return;
+        }
+        self.push_general(chunk, sink);
+    }
+
+    #[inline(never)]
+    fn push_general<S: Sink + ?Sized>(&mut self, chunk: &str, sink: &mut S) {
         let mut i = 0;
         while i < chunk.len() {
-            i = self.step(chunk, i, sink);
+            // Plain text skips the general state dispatch: it is most of every stream.
+            i = if matches!(self.state, State::Text) {
+                self.text(chunk, i, sink)
+            } else {
+                self.step(chunk, i, sink)
+            };
         }
     }
 
     /// Pushes the next chunk of raw bytes, which may split a UTF-8 character anywhere. An incomplete
     /// character at the end is held until its remaining bytes arrive; invalid bytes become U+FFFD.
     pub fn push_bytes<S: Sink + ?Sized>(&mut self, chunk: &[u8], sink: &mut S) {
+        if !self.utf8.pending() {
+            // The common cases first: one ASCII byte (token streaming), then a valid chunk.
+            if let [b] = chunk {
+                if b.is_ascii() {
+                    let mut tmp = [0u8; 4];
+                    return self.push(char::from(*b).encode_utf8(&mut tmp), sink);
+                }
+            }
+            if let Ok(s) = std::str::from_utf8(chunk) {
+                return self.push(s, sink);
+            }
+        }
         let mut carry = std::mem::take(&mut self.utf8);
         carry.decode(chunk, &mut |s: &str| self.push(s, sink));
         self.utf8 = carry;
@@ -226,12 +257,7 @@ impl Parser {
                 probe[..n].copy_from_slice(self.held.as_bytes());
                 probe[n] = b;
                 let prefix = &probe[..=n];
-                let candidates: &[&[u8]] = if self.config.think {
-                    &[OPEN_CALL, OPEN_USE, OPEN_THINK]
-                } else {
-                    &[OPEN_CALL, OPEN_USE]
-                };
-                match match_prefix(prefix, candidates) {
+                match match_prefix(prefix, self.open_markers()) {
                     Match::Partial => {
                         self.held.push(b as char);
                         i + 1
@@ -402,22 +428,103 @@ impl Parser {
         }
     }
 
-    /// The hot path: plain text up to the next `<` or backtick.
+    /// The hot path: plain text up to the next marker that needs the state machine.
+    ///
+    /// Within one chunk, a `<` that the following bytes already rule out and a complete inline code
+    /// span are plain text too: they are skipped here and emitted as part of one slice, so ordinary
+    /// prose costs one `memchr` scan and one sink call per chunk. Anything undecided at the end of
+    /// the chunk is left to the state machine, which gives the same result.
+    #[inline]
     fn text<S: Sink + ?Sized>(&mut self, s: &str, i: usize, sink: &mut S) -> usize {
         let bytes = s.as_bytes();
-        let Some(off) = memchr::memchr2(b'<', b'`', &bytes[i..]) else {
-            self.emit_text(&s[i..], sink);
-            return s.len();
-        };
-        let j = i + off;
-        if off > 0 {
-            self.emit_text(&s[i..j], sink);
+        let len = bytes.len();
+        let mut pos = i;
+        loop {
+            let Some(off) = find_special(&bytes[pos..]) else {
+                self.emit_text(&s[i..], sink);
+                return len;
+            };
+            let j = pos + off;
+            if bytes[j] == b'<' {
+                let window = &bytes[j..len.min(j + OPEN_CALL.len())];
+                let Some(&marker) = self.open_markers().iter().find(|m| agrees(window, m)) else {
+                    pos = j + 1;
+                    continue;
+                };
+                if window.len() < marker.len() {
+                    // The chunk ends inside what may be a marker.
+                    self.emit_text(&s[i..j], sink);
+                    self.held.clear();
+                    self.held.push('<');
+                    self.state = State::TextTag;
+                    return j + 1;
+                }
+                let after = j + marker.len();
+                if marker == OPEN_THINK {
+                    self.emit_text(&s[i..j], sink);
+                    self.state = State::Think { matched: 0 };
+                    self.line = None;
+                    return after;
+                }
+                // An open tag: it opens a block only if `{` or `[` follows its whitespace.
+                let space = bytes[after..].iter().take_while(|&&b| is_ws(b)).count();
+                if space > MAX_TAG_SPACE - marker.len() {
+                    pos = j + 1;
+                    continue;
+                }
+                match bytes.get(after + space) {
+                    Some(b'{' | b'[') => {
+                        self.emit_text(&s[i..j], sink);
+                        self.buf.clear();
+                        self.buf.push_str(&s[j..after + space]);
+                        self.start_block(sink);
+                        return after + space;
+                    }
+                    Some(_) => {
+                        pos = j + 1;
+                        continue;
+                    }
+                    None => {
+                        self.emit_text(&s[i..j], sink);
+                        self.held.clear();
+                        self.held.push_str(&s[j..]);
+                        self.state = State::TagSpace;
+                        return len;
+                    }
+                }
+            }
+            // A backtick run.
+            let run = bytes[j..].iter().take_while(|&&b| b == b'`').count();
+            let line = advance_line(self.line, &bytes[i..j]);
+            if matches!(line, Some(n) if n <= 3) || j + run == len {
+                // A possible fence, or a run the next chunk may extend: the state machine decides.
+                self.emit_text(&s[i..j], sink);
+                return self.backtick(j, sink);
+            }
+            match code_span_end(bytes, j + run, run) {
+                Some(end) => pos = end,
+                None => {
+                    // The span runs past this chunk: continue it in the code-span state.
+                    self.emit_text(&s[i..j + run], sink);
+                    self.state = State::CodeSpan { ticks: run, run: 0 };
+                    return j + run;
+                }
+            }
         }
-        if bytes[j] == b'<' {
-            self.held.clear();
-            self.held.push('<');
-            self.state = State::TextTag;
-        } else if matches!(self.line, Some(n) if n <= 3) {
+    }
+
+    /// The markers that can open something in text.
+    fn open_markers(&self) -> &'static [&'static [u8]] {
+        if self.config.think {
+            &[OPEN_CALL, OPEN_USE, OPEN_THINK]
+        } else {
+            &[OPEN_CALL, OPEN_USE]
+        }
+    }
+
+    /// A backtick at `j` handled by the state machine.
+    fn backtick<S: Sink + ?Sized>(&mut self, j: usize, sink: &mut S) -> usize {
+        if matches!(self.line, Some(n) if n <= 3) {
             self.held.clear();
             self.held.push('`');
             self.state = State::LineTicks;
@@ -429,6 +536,7 @@ impl Parser {
     }
 
     /// Emits visible text and keeps the line-start and seen-visible state up to date.
+    #[inline]
     fn emit_text<S: Sink + ?Sized>(&mut self, text: &str, sink: &mut S) {
         if text.is_empty() {
             return;
@@ -461,8 +569,52 @@ impl Parser {
     }
 }
 
+/// Whether `window` and `marker` agree on their common length (the marker may still be there).
+fn agrees(window: &[u8], marker: &[u8]) -> bool {
+    let n = window.len().min(marker.len());
+    window[..n] == marker[..n]
+}
+
+/// The first `<` or backtick.
+fn find_special(bytes: &[u8]) -> Option<usize> {
+    // memchr's setup costs more than a short loop on the tiny chunks of token streaming.
+    if bytes.len() < 16 {
+        bytes.iter().position(|&b| b == b'<' || b == b'`')
+    } else {
+        memchr::memchr2(b'<', b'`', bytes)
+    }
+}
+
+/// Where an inline code span of `ticks` backticks whose content starts at `from` ends (just after
+/// its closing run, or just after the newline that ends it), if that is known within `bytes`.
+fn code_span_end(bytes: &[u8], from: usize, ticks: usize) -> Option<usize> {
+    let mut k = from;
+    loop {
+        let off = memchr::memchr2(b'`', b'\n', &bytes[k..])?;
+        let at = k + off;
+        if bytes[at] == b'\n' {
+            return Some(at + 1);
+        }
+        let run = bytes[at..].iter().take_while(|&&b| b == b'`').count();
+        if at + run == bytes.len() {
+            return None; // the run may continue in the next chunk
+        }
+        if run == ticks {
+            return Some(at + run);
+        }
+        k = at + run;
+    }
+}
+
 /// The line state after `text`: `Some(n)` when `text` ends a line's first `n` characters, all spaces.
+#[inline]
 fn advance_line(line: Option<u8>, text: &[u8]) -> Option<u8> {
+    // Most text ends in neither a space nor a newline.
+    if let Some(&last) = text.last() {
+        if last != b' ' && last != b'\n' {
+            return None;
+        }
+    }
     let spaces = text
         .iter()
         .rev()

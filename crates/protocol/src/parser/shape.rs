@@ -5,6 +5,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::json::Member;
+
 /// A call read out of a value: the name and the arguments JSON text.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct CallShape<'a> {
@@ -57,8 +59,71 @@ pub(crate) fn judge_object<'a>(
     Ok(CallShape { name, arguments })
 }
 
+/// Judges an object from the members the scanner recorded, without parsing it again. `None` when
+/// a key holds an escape sequence: then [`judge_object`] decides.
+pub(crate) fn judge_members<'a>(
+    text: &'a str,
+    members: &[Member],
+    declared: &dyn Declared,
+) -> Option<Result<CallShape<'a>, String>> {
+    let mut name = None;
+    let mut sources: [Option<&'a str>; 3] = [None; 3];
+    for m in members {
+        if m.escaped {
+            return None;
+        }
+        let value = text.get(m.value.0..m.value.1)?;
+        let slot = match text.get(m.key.0..m.key.1)? {
+            "name" => &mut name,
+            "arguments" => &mut sources[0],
+            "parameters" => &mut sources[1],
+            "input" => &mut sources[2],
+            _ => continue,
+        };
+        if slot.is_some() {
+            let key = &text[m.key.0..m.key.1];
+            return Some(Err(format!("duplicate field `{key}`")));
+        }
+        *slot = Some(value);
+    }
+    Some(judge_fields(name, sources, declared))
+}
+
+fn judge_fields<'a>(
+    name: Option<&'a str>,
+    sources: [Option<&'a str>; 3],
+    declared: &dyn Declared,
+) -> Result<CallShape<'a>, String> {
+    let name = match name {
+        None | Some("null") => return Err("missing \"name\"".to_owned()),
+        Some(raw) if raw.starts_with('"') => {
+            if raw.contains('\\') {
+                Cow::Owned(serde_json::from_str::<String>(raw).map_err(|e| clean_serde_error(&e))?)
+            } else {
+                Cow::Borrowed(&raw[1..raw.len() - 1])
+            }
+        }
+        Some(_) => return Err("\"name\" must be a string".to_owned()),
+    };
+    if !declared.allows(&name) {
+        return Err(format!(
+            "unknown tool \"{name}\"; available tools: {}",
+            declared.describe()
+        ));
+    }
+    // Like `Option<&RawValue>`: a null source counts as absent.
+    let arguments = match sources.into_iter().flatten().find(|s| *s != "null") {
+        None => Cow::Borrowed("{}"),
+        Some(raw) => arguments_from_raw(raw)?,
+    };
+    Ok(CallShape { name, arguments })
+}
+
 fn arguments_text(raw: &RawValue) -> Result<Cow<'_, str>, String> {
-    let text = raw.get();
+    arguments_from_raw(raw.get())
+}
+
+fn arguments_from_raw(text: &str) -> Result<Cow<'_, str>, String> {
     match text.as_bytes().first() {
         Some(b'{') => Ok(Cow::Borrowed(text)),
         Some(b'"') => {
