@@ -263,6 +263,30 @@ fn rendered_wrappers_and_messages() {
     s.push_str(&texts::verbatim_nudge(CallTag::ToolCall));
     s.push_str("\n---\n");
     s.push_str(&texts::prompt_choice_note(Some("get_weather")));
+    s.push_str("\n---\n");
+    s.push_str(&texts::unknown_tool(
+        "get_wether",
+        &["get_weather", "web_search"],
+    ));
+    s.push_str("\n---\n");
+    s.push_str(&texts::invalid_arguments(
+        "get_weather",
+        "\"city\" is a required property",
+    ));
+    s.push_str("\n---\n");
+    s.push_str(texts::APPROVAL_DENIED);
+    s.push_str("\n---\n");
+    s.push_str(&texts::skill_listing_header("use_skill"));
+    s.push_str("\n---\n");
+    s.push_str(&texts::skill_already_loaded("document-generation"));
+    s.push_str("\n---\n");
+    s.push_str(&texts::skill_not_found("pdf", &["document-generation"]));
+    s.push_str("\n---\n");
+    s.push_str(texts::SKILLS_INLINE_HEADER);
+    s.push_str("\n---\n");
+    s.push_str(texts::DEFAULT_SYSTEM_PROMPT);
+    s.push_str("\n---\n");
+    s.push_str(&texts::skill_load_failed("document-generation"));
     check_golden("wrappers.txt", &s);
 }
 

@@ -1,0 +1,92 @@
+//! What a run reports as it goes, and how it ended.
+
+use serde::Serialize;
+
+use crate::toolbox::CallStatus;
+
+/// How a run ended (machine-readable).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The model answered.
+    Answered,
+    /// The budget ran out and the tool-free finalization round still called a tool or said
+    /// nothing.
+    ToolBudgetExceeded,
+    /// Only repeated calls, and the finalization round still called a tool or said nothing.
+    ToolNoProgress,
+    /// Malformed calls after two retries: the visible prefix is the answer.
+    MalformedGaveUp,
+    Cancelled,
+    /// The provider failed.
+    Error,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Answered => "answered",
+            Outcome::ToolBudgetExceeded => "tool_budget_exceeded",
+            Outcome::ToolNoProgress => "tool_no_progress",
+            Outcome::MalformedGaveUp => "malformed_gave_up",
+            Outcome::Cancelled => "cancelled",
+            Outcome::Error => "error",
+        }
+    }
+}
+
+/// Why a finalization round was started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinalizationReason {
+    /// Rounds, tool calls or wall time ran out.
+    Budget,
+    /// A round brought only calls that repeat earlier ones.
+    NoProgress,
+}
+
+/// One event of a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RunEvent {
+    RoundStarted {
+        round: usize,
+    },
+    /// Visible text from the model.
+    Text {
+        text: String,
+    },
+    Reasoning {
+        text: String,
+    },
+    CallStarted {
+        id: String,
+        name: String,
+        arguments: String,
+    },
+    CallFinished {
+        id: String,
+        name: String,
+        status: CallStatus,
+        duration_ms: u64,
+        /// The first characters of what the model was shown.
+        preview: String,
+        /// Characters of the complete output.
+        output_chars: usize,
+    },
+    /// A malformed call was answered with the seed's retry message.
+    Retry {
+        attempt: usize,
+        reason: String,
+    },
+    Finalization {
+        reason: FinalizationReason,
+    },
+    /// The last event.
+    Outcome {
+        outcome: Outcome,
+        answer: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+}

@@ -1,0 +1,169 @@
+//! What a tool is: a name, a description, a JSON schema and an async function.
+//!
+//! The function is a closure on your side (seed 004): an MCP server, a credential, a database handle
+//! stay with it, and the loop never learns what the tool talks to.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use toolbridge_protocol::types::ToolSpec;
+
+/// What a tool gets besides its arguments.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    /// The conversation's workspace folder (with `uploads/`, `downloads/`, `outputs/`), when the
+    /// run has one.
+    pub workspace: Option<PathBuf>,
+    /// Who the run is for (memories and workspaces belong to one user).
+    pub user: String,
+    /// The conversation this run belongs to.
+    pub conversation: String,
+    /// Cancelled when the run is cancelled or the call times out; long tools should watch it.
+    pub cancel: CancellationToken,
+}
+
+impl Default for ToolContext {
+    fn default() -> Self {
+        ToolContext {
+            workspace: None,
+            user: "local".into(),
+            conversation: "default".into(),
+            cancel: CancellationToken::new(),
+        }
+    }
+}
+
+/// A tool's own failure ("repository not found"): the text goes back to the model inside
+/// `<tool_error>` and the run continues. Failures of the machinery (panics, timeouts) are not
+/// this type: the toolbox turns them into the sanitized public errors.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(pub String);
+
+impl ToolError {
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError(message.into())
+    }
+}
+
+impl From<String> for ToolError {
+    fn from(s: String) -> Self {
+        ToolError(s)
+    }
+}
+
+impl From<&str> for ToolError {
+    fn from(s: &str) -> Self {
+        ToolError(s.to_owned())
+    }
+}
+
+/// A tool.
+pub trait Tool: Send + Sync + 'static {
+    /// Name, description and JSON schema, as the model sees them.
+    fn spec(&self) -> &ToolSpec;
+
+    /// Runs the tool. Arguments have been validated against the schema.
+    fn invoke(
+        &self,
+        arguments: Value,
+        context: ToolContext,
+    ) -> BoxFuture<'static, Result<String, ToolError>>;
+
+    /// Whether a call needs the user's approval before it runs (subject to the approval policy).
+    fn requires_approval(&self) -> bool {
+        false
+    }
+
+    /// The most characters of output the model sees (the rest is cut, with a note giving the
+    /// total); `None` uses the toolbox's default.
+    fn max_output_chars(&self) -> Option<usize> {
+        None
+    }
+}
+
+type Handler =
+    dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<String, ToolError>> + Send + Sync;
+
+/// A tool made from a closure:
+///
+/// ```
+/// use serde_json::json;
+/// use toolbridge_agent::tool::{FnTool, ToolError};
+///
+/// let add = FnTool::new(
+///     "add",
+///     "Add two integers.",
+///     json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}),
+///     |args, _ctx| async move {
+///         let a = args["a"].as_i64().ok_or("a must be an integer")?;
+///         let b = args["b"].as_i64().ok_or("b must be an integer")?;
+///         Ok::<_, ToolError>((a + b).to_string())
+///     },
+/// );
+/// ```
+#[derive(Clone)]
+pub struct FnTool {
+    spec: ToolSpec,
+    handler: Arc<Handler>,
+    approval: bool,
+    max_output: Option<usize>,
+}
+
+impl FnTool {
+    pub fn new<F, Fut>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        schema: Value,
+        f: F,
+    ) -> Self
+    where
+        F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<String, ToolError>> + Send + 'static,
+    {
+        FnTool {
+            spec: ToolSpec::new(name, description, schema),
+            handler: Arc::new(move |args, ctx| Box::pin(f(args, ctx))),
+            approval: false,
+            max_output: None,
+        }
+    }
+
+    /// Calls need approval.
+    pub fn requiring_approval(mut self) -> Self {
+        self.approval = true;
+        self
+    }
+
+    /// Output shown to the model is cut after this many characters.
+    pub fn with_max_output_chars(mut self, chars: usize) -> Self {
+        self.max_output = Some(chars);
+        self
+    }
+}
+
+impl Tool for FnTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn invoke(
+        &self,
+        arguments: Value,
+        context: ToolContext,
+    ) -> BoxFuture<'static, Result<String, ToolError>> {
+        (self.handler)(arguments, context)
+    }
+
+    fn requires_approval(&self) -> bool {
+        self.approval
+    }
+
+    fn max_output_chars(&self) -> Option<usize> {
+        self.max_output
+    }
+}

@@ -1,0 +1,486 @@
+//! The toolbox: validates calls and runs tools with timeouts, panic capture, cancellation,
+//! approval and output truncation. Whatever happens, a call gets exactly one result.
+//!
+//! A tool's own error goes to the model as its text. Failures of the machinery — a panic, a timeout,
+//! cancellation — reach the model only as the seed's three sanitized sentences; the detail goes to
+//! the operator log.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+use toolbridge_protocol::texts;
+use toolbridge_protocol::types::{ToolCall, ToolSpec};
+
+use crate::approval::{ApprovalPolicy, Approvals, Approver};
+use crate::tool::{Tool, ToolContext};
+
+/// What happened to a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    Ok,
+    /// The tool reported an error of its own.
+    ToolError,
+    UnknownTool,
+    InvalidArguments,
+    /// Not approved (by the policy or the user).
+    Denied,
+    TimedOut,
+    /// The tool panicked or crashed.
+    Failed,
+    Cancelled,
+    /// Not run: it repeats an earlier call of this run.
+    Duplicate,
+    /// Not run: the call budget was spent.
+    BudgetExhausted,
+}
+
+impl CallStatus {
+    /// Whether the model sees the result inside `<tool_error>`.
+    pub fn is_error(self) -> bool {
+        !matches!(
+            self,
+            CallStatus::Ok | CallStatus::Duplicate | CallStatus::BudgetExhausted
+        )
+    }
+}
+
+/// The result of one call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallResult {
+    pub status: CallStatus,
+    /// What the model is shown (truncated, sanitized).
+    pub for_model: String,
+    /// The complete output, for the transcript.
+    pub full: String,
+    pub duration: Duration,
+}
+
+impl CallResult {
+    pub fn note(status: CallStatus, text: impl Into<String>) -> Self {
+        let text = text.into();
+        CallResult {
+            status,
+            full: text.clone(),
+            for_model: text,
+            duration: Duration::ZERO,
+        }
+    }
+}
+
+/// Registration problems.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ToolboxError {
+    #[error("two tools are named `{0}`")]
+    Duplicate(String),
+    #[error("a tool has an empty name")]
+    EmptyName,
+    #[error("the input schema of `{name}` is not a valid JSON schema: {message}")]
+    BadSchema { name: String, message: String },
+}
+
+/// Defaults for every tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ToolboxConfig {
+    /// A call taking longer than this is stopped (seed 002: 120 s).
+    pub timeout: Duration,
+    /// Output beyond this many characters is cut, with the seed's note giving the total.
+    pub max_output_chars: usize,
+}
+
+impl Default for ToolboxConfig {
+    fn default() -> Self {
+        ToolboxConfig {
+            timeout: Duration::from_secs(120),
+            max_output_chars: 16_000,
+        }
+    }
+}
+
+struct Entry {
+    tool: Arc<dyn Tool>,
+    validator: Option<jsonschema::Validator>,
+}
+
+/// The tools of a run, in a stable order.
+#[derive(Default)]
+pub struct Toolbox {
+    entries: Vec<Entry>,
+    index: HashMap<String, usize>,
+    config: ToolboxConfig,
+}
+
+impl Toolbox {
+    pub fn new(config: ToolboxConfig) -> Self {
+        Toolbox {
+            entries: Vec::new(),
+            index: HashMap::new(),
+            config,
+        }
+    }
+
+    pub fn config(&self) -> ToolboxConfig {
+        self.config
+    }
+
+    /// Adds a tool; its schema is compiled now, so a bad schema fails here and not mid-run.
+    pub fn add(&mut self, tool: Arc<dyn Tool>) -> Result<(), ToolboxError> {
+        let name = tool.spec().name.clone();
+        if name.trim().is_empty() {
+            return Err(ToolboxError::EmptyName);
+        }
+        if self.index.contains_key(&name) {
+            return Err(ToolboxError::Duplicate(name));
+        }
+        let validator =
+            match &tool.spec().parameters {
+                Some(schema) => Some(jsonschema::validator_for(schema).map_err(|e| {
+                    ToolboxError::BadSchema {
+                        name: name.clone(),
+                        message: e.to_string(),
+                    }
+                })?),
+                None => None,
+            };
+        self.index.insert(name, self.entries.len());
+        self.entries.push(Entry { tool, validator });
+        Ok(())
+    }
+
+    /// Adds a tool built from anything implementing [`Tool`].
+    pub fn with(mut self, tool: impl Tool) -> Result<Self, ToolboxError> {
+        self.add(Arc::new(tool))?;
+        Ok(self)
+    }
+
+    /// The tool specs, in registration order (stable, so requests are byte-identical every round).
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.entries.iter().map(|e| e.tool.spec().clone()).collect()
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.entries
+            .iter()
+            .map(|e| e.tool.spec().name.as_str())
+            .collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.index.get(name).map(|&i| &self.entries[i].tool)
+    }
+
+    /// Checks a call without running it: the tool exists and the arguments match its schema.
+    pub fn check(&self, call: &ToolCall) -> Result<(Arc<dyn Tool>, Value), CallResult> {
+        let Some(&i) = self.index.get(&call.name) else {
+            return Err(CallResult::note(
+                CallStatus::UnknownTool,
+                texts::unknown_tool(&call.name, &self.names()),
+            ));
+        };
+        let entry = &self.entries[i];
+        let invalid = |problems: String| {
+            CallResult::note(
+                CallStatus::InvalidArguments,
+                texts::invalid_arguments(&call.name, &problems),
+            )
+        };
+        let text = if call.arguments.trim().is_empty() {
+            "{}"
+        } else {
+            call.arguments.as_str()
+        };
+        let args: Value = serde_json::from_str(text)
+            .map_err(|e| invalid(format!("the arguments are not valid JSON ({e})")))?;
+        if !args.is_object() {
+            return Err(invalid("the arguments must be a JSON object".to_owned()));
+        }
+        if let Some(validator) = &entry.validator {
+            let problems: Vec<String> = validator
+                .iter_errors(&args)
+                .take(5)
+                .map(|e| {
+                    let at = e.instance_path().to_string();
+                    if at.is_empty() {
+                        e.to_string()
+                    } else {
+                        format!("{e} (at {at})")
+                    }
+                })
+                .collect();
+            if !problems.is_empty() {
+                return Err(invalid(problems.join("; ")));
+            }
+        }
+        Ok((Arc::clone(&entry.tool), args))
+    }
+
+    /// Runs a call: checks it, asks for approval when the policy says so, and runs the tool under
+    /// the timeout, catching panics and honouring cancellation.
+    pub async fn execute(
+        &self,
+        call: &ToolCall,
+        context: &ToolContext,
+        approvals: &Approvals,
+        approver: &dyn Approver,
+        timeout: Duration,
+    ) -> CallResult {
+        let started = Instant::now();
+        let (tool, args) = match self.check(call) {
+            Ok(ok) => ok,
+            Err(result) => return result,
+        };
+        match approvals.policy(&call.name, tool.requires_approval()) {
+            ApprovalPolicy::Allow => {}
+            ApprovalPolicy::Deny => {
+                return CallResult::note(CallStatus::Denied, texts::APPROVAL_DENIED)
+            }
+            ApprovalPolicy::Ask => {
+                if !approver.approve(call).await {
+                    return CallResult::note(CallStatus::Denied, texts::APPROVAL_DENIED);
+                }
+            }
+        }
+        let limit = tool
+            .max_output_chars()
+            .unwrap_or(self.config.max_output_chars);
+        let cancel = context.cancel.child_token();
+        let ctx = ToolContext {
+            cancel: cancel.clone(),
+            ..context.clone()
+        };
+        let mut task = tokio::spawn(tool.invoke(args, ctx));
+        let outcome = tokio::select! {
+            joined = tokio::time::timeout(timeout, &mut task) => match joined {
+                Ok(Ok(Ok(output))) => Ok(output),
+                Ok(Ok(Err(error))) => Err((CallStatus::ToolError, error.0)),
+                Ok(Err(join)) if join.is_panic() => {
+                    tracing::error!(tool = %call.name, id = %call.id, panic = %panic_message(join), "tool panicked");
+                    Err((CallStatus::Failed, texts::ERROR_FAILED.to_owned()))
+                }
+                Ok(Err(join)) => {
+                    tracing::error!(tool = %call.name, id = %call.id, error = %join, "tool task failed");
+                    Err((CallStatus::Failed, texts::ERROR_FAILED.to_owned()))
+                }
+                Err(_) => {
+                    tracing::warn!(tool = %call.name, id = %call.id, ?timeout, "tool timed out");
+                    Err((CallStatus::TimedOut, texts::ERROR_TIMED_OUT.to_owned()))
+                }
+            },
+            () = context.cancel.cancelled() => {
+                tracing::info!(tool = %call.name, id = %call.id, "tool call cancelled");
+                Err((CallStatus::Cancelled, texts::ERROR_CANCELED.to_owned()))
+            }
+        };
+        if outcome.is_err() {
+            cancel.cancel();
+            task.abort();
+        }
+        let duration = started.elapsed();
+        match outcome {
+            Ok(full) => {
+                let for_model = truncate(&full, limit);
+                CallResult {
+                    status: CallStatus::Ok,
+                    for_model,
+                    full,
+                    duration,
+                }
+            }
+            Err((status, text)) => {
+                let for_model = truncate(&text, limit);
+                CallResult {
+                    status,
+                    for_model,
+                    full: text,
+                    duration,
+                }
+            }
+        }
+    }
+}
+
+fn panic_message(join: tokio::task::JoinError) -> String {
+    match join.try_into_panic() {
+        Ok(payload) => payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(non-string panic payload)".to_owned()),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Cuts output after `limit` characters and appends the seed's note with the total.
+pub fn truncate(output: &str, limit: usize) -> String {
+    match output.char_indices().nth(limit) {
+        None => output.to_owned(),
+        Some((cut, _)) => {
+            let total = output.chars().count();
+            let mut s = String::with_capacity(cut + 48);
+            s.push_str(&output[..cut]);
+            s.push_str(&texts::truncation_note(total));
+            s
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::approval::{AllowAll, DenyAll};
+    use crate::tool::{FnTool, ToolError};
+
+    fn call(name: &str, args: &str) -> ToolCall {
+        ToolCall {
+            id: "c1".into(),
+            name: name.into(),
+            arguments: args.into(),
+        }
+    }
+
+    fn toolbox() -> Toolbox {
+        Toolbox::new(ToolboxConfig::default())
+            .with(FnTool::new(
+                "echo",
+                "Echo.",
+                json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+                |args, _| async move { Ok(args["text"].as_str().unwrap_or_default().to_owned()) },
+            ))
+            .unwrap()
+    }
+
+    async fn run(tb: &Toolbox, c: &ToolCall) -> CallResult {
+        tb.execute(
+            c,
+            &ToolContext::default(),
+            &Approvals::default(),
+            &DenyAll,
+            Duration::from_secs(5),
+        )
+        .await
+    }
+
+    #[tokio::test]
+    async fn unknown_tools_and_bad_arguments_are_answered() {
+        let tb = toolbox();
+        let r = run(&tb, &call("ecko", "{}")).await;
+        assert_eq!(r.status, CallStatus::UnknownTool);
+        assert_eq!(
+            r.for_model,
+            "There is no tool named \"ecko\". The available tools are: echo."
+        );
+        let r = run(&tb, &call("echo", "{}")).await;
+        assert_eq!(r.status, CallStatus::InvalidArguments);
+        assert!(
+            r.for_model
+                .starts_with("The arguments for echo are invalid: "),
+            "{}",
+            r.for_model
+        );
+        assert!(
+            r.for_model.contains("\"text\" is a required property"),
+            "{}",
+            r.for_model
+        );
+        assert_eq!(
+            run(&tb, &call("echo", "[1]")).await.status,
+            CallStatus::InvalidArguments
+        );
+        assert_eq!(
+            run(&tb, &call("echo", "{oops")).await.status,
+            CallStatus::InvalidArguments
+        );
+        assert_eq!(
+            run(&tb, &call("echo", r#"{"text":"hi"}"#)).await.for_model,
+            "hi"
+        );
+    }
+
+    #[tokio::test]
+    async fn registration_refuses_duplicates_and_bad_schemas() {
+        let mut tb = toolbox();
+        let dup = FnTool::new("echo", "", json!({}), |_, _| async { Ok(String::new()) });
+        assert_eq!(
+            tb.add(Arc::new(dup)),
+            Err(ToolboxError::Duplicate("echo".into()))
+        );
+        let bad = FnTool::new("bad", "", json!({"type": 12}), |_, _| async {
+            Ok(String::new())
+        });
+        assert!(matches!(
+            tb.add(Arc::new(bad)),
+            Err(ToolboxError::BadSchema { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn approval_policy_and_approver() {
+        let tb = Toolbox::new(ToolboxConfig::default())
+            .with(
+                FnTool::new("rm", "", json!({"type": "object"}), |_, _| async {
+                    Ok("done".into())
+                })
+                .requiring_approval(),
+            )
+            .unwrap();
+        let c = call("rm", "{}");
+        let ctx = ToolContext::default();
+        let t = Duration::from_secs(1);
+        let r = tb
+            .execute(&c, &ctx, &Approvals::default(), &DenyAll, t)
+            .await;
+        assert_eq!(
+            (r.status, r.for_model.as_str()),
+            (CallStatus::Denied, texts::APPROVAL_DENIED)
+        );
+        assert_eq!(
+            tb.execute(&c, &ctx, &Approvals::default(), &AllowAll, t)
+                .await
+                .status,
+            CallStatus::Ok
+        );
+        let mut deny = Approvals::default();
+        deny.per_tool.insert("rm".into(), ApprovalPolicy::Deny);
+        assert_eq!(
+            tb.execute(&c, &ctx, &deny, &AllowAll, t).await.status,
+            CallStatus::Denied
+        );
+    }
+
+    #[tokio::test]
+    async fn tool_errors_keep_their_text() {
+        let tb = Toolbox::new(ToolboxConfig::default())
+            .with(FnTool::new(
+                "gh",
+                "",
+                json!({"type": "object"}),
+                |_, _| async { Err::<String, _>(ToolError::new("repository not found")) },
+            ))
+            .unwrap();
+        let r = run(&tb, &call("gh", "{}")).await;
+        assert_eq!(
+            (r.status, r.for_model.as_str()),
+            (CallStatus::ToolError, "repository not found")
+        );
+    }
+
+    #[test]
+    fn truncation_counts_characters() {
+        assert_eq!(truncate("héllo", 10), "héllo");
+        assert_eq!(
+            truncate("héllo wörld", 5),
+            "héllo\n\n... (output truncated, total 11 chars)"
+        );
+    }
+}
