@@ -1,0 +1,5 @@
+//! The agent on the command line: set-up, rendering and approval shared by `run` and `chat`.
+
+pub mod approve;
+pub mod render;
+pub mod setup;

@@ -1,0 +1,163 @@
+//! `toolbridge run`, `tools` and `skills` driven as a user would, on scripted models.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn toolbridge(args: &[&str], dir: &Path) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_toolbridge"))
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tb-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn script(dir: &Path, replies: serde_json::Value) -> String {
+    let path = dir.join("script.json");
+    std::fs::write(&path, serde_json::json!({"replies": replies}).to_string()).unwrap();
+    format!("scripted:{}", path.display())
+}
+
+#[test]
+fn the_demo_run_answers_and_exits_zero() {
+    let r = repo();
+    let (code, out, err) = toolbridge(
+        &[
+            "run",
+            "--model",
+            "scripted:examples/demo/script.json",
+            "--skills",
+            "examples/demo/skills",
+            "Plan a trip to Paris",
+        ],
+        &r,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Best season"), "{out}");
+    assert!(err.contains("use_skill"), "tool activity on stderr: {err}");
+}
+
+#[test]
+fn json_events_and_transcript() {
+    let d = temp_dir("json");
+    let model = script(
+        &d,
+        serde_json::json!([
+            "<tool_call>{\"name\": \"use_skill\", \"arguments\": {\"name\": \"nope\"}}</tool_call>",
+            "fine"
+        ]),
+    );
+    let skills = repo().join("examples/demo/skills");
+    let transcript = d.join("t.json");
+    let (code, out, _) = toolbridge(
+        &[
+            "run",
+            "--model",
+            &model,
+            "--skills",
+            skills.to_str().unwrap(),
+            "--json",
+            "--transcript",
+            transcript.to_str().unwrap(),
+            "go",
+        ],
+        &d,
+    );
+    assert_eq!(code, 0);
+    let events: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.first().unwrap()["type"], "round_started");
+    assert!(events
+        .iter()
+        .any(|e| e["type"] == "call_finished" && e["status"] == "tool_error"));
+    assert_eq!(events.last().unwrap()["type"], "outcome");
+    assert_eq!(events.last().unwrap()["outcome"], "answered");
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&transcript).unwrap()).unwrap();
+    assert_eq!(t["outcome"], "answered");
+    assert!(t["transcript"].as_array().unwrap().len() >= 4);
+}
+
+#[test]
+fn exit_codes_follow_the_outcome() {
+    let d = temp_dir("codes");
+    let broken = "<tool_call>{\"name\": \"use_skill\", \"arguments\": {\"name\": \"trip-planner\",}}</tool_call>";
+    let model = script(&d, serde_json::json!([broken, broken, broken]));
+    let skills = repo().join("examples/demo/skills");
+    let (code, _, err) = toolbridge(
+        &[
+            "run",
+            "--model",
+            &model,
+            "--skills",
+            skills.to_str().unwrap(),
+            "go",
+        ],
+        &d,
+    );
+    assert_eq!(code, 5, "malformed_gave_up: {err}");
+    assert!(err.contains("malformed_gave_up"));
+
+    let model = script(&d, serde_json::json!([]));
+    let (code, _, err) = toolbridge(&["run", "--model", &model, "go"], &d);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no reply left"));
+
+    let (code, _, err) = toolbridge(&["run", "go"], &d);
+    assert_eq!(code, 1);
+    assert!(err.contains("no model configured"), "{err}");
+}
+
+#[test]
+fn config_file_models_and_agent_section() {
+    let d = temp_dir("config");
+    let model = script(&d, serde_json::json!(["from the config"]));
+    let spec = model.trim_start_matches("scripted:");
+    std::fs::write(
+        d.join("toolbridge.toml"),
+        format!("[agent]\nmodel = \"scripted:{spec}\"\nmax_rounds = 3\n"),
+    )
+    .unwrap();
+    let (code, out, err) = toolbridge(&["run", "hello"], &d);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "from the config");
+    std::fs::write(d.join("toolbridge.toml"), "[agent]\nmax_round = 3\n").unwrap();
+    let (code, _, err) = toolbridge(&["run", "hello"], &d);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("unknown field `max_round`") && err.contains("toolbridge.toml"),
+        "{err}"
+    );
+}
+
+#[test]
+fn tools_and_skills_list_what_a_run_offers() {
+    let r = repo();
+    let (code, out, _) = toolbridge(&["skills", "--skills", "examples/demo/skills"], &r);
+    assert_eq!(code, 0);
+    assert!(out.contains("trip-planner: How to answer travel questions."));
+    let (_, out, _) = toolbridge(&["tools", "--skills", "examples/demo/skills", "--json"], &r);
+    let specs: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(specs[0]["function"]["name"], "use_skill");
+}

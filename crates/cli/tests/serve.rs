@@ -1,0 +1,167 @@
+//! `toolbridge serve` as an operator runs it: configuration file, start-up messages, the
+//! endpoints answering, refusal of a public address without keys, and a clean stop on SIGTERM.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn toolbridge() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_toolbridge"));
+    c.env_remove("TOOLBRIDGE_API_KEYS").env("RUST_LOG", "warn");
+    c
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("tb-serve-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Starts the server and reads its address from the start-up line.
+fn start(mut cmd: Command) -> (Child, String, Vec<String>) {
+    let mut child = cmd
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        let line = lines.next().expect("server exited early").unwrap();
+        seen.push(line.clone());
+        if let Some(rest) = line.split("on http://").nth(1) {
+            let addr = rest.split("/v1").next().unwrap().to_owned();
+            // Keep draining stderr so the server never blocks on a full pipe.
+            std::thread::spawn(move || for _ in lines {});
+            return (child, addr, seen);
+        }
+    }
+    let _ = child.kill();
+    panic!("no start-up line: {seen:?}");
+}
+
+fn get(addr: &str, path: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+fn terminate(child: &mut Child) -> std::process::ExitStatus {
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the server did not stop on SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn serves_the_configured_models_and_stops_on_sigterm() {
+    let dir = temp_dir("models");
+    let config = dir.join("toolbridge.toml");
+    std::fs::write(
+        &config,
+        r#"
+[server]
+listen = "127.0.0.1:0"
+
+[[models]]
+name = "local"
+base_url = "http://127.0.0.1:9/v1"
+upstream_model = "mock-model"
+tool_mode = "prompt"
+"#,
+    )
+    .unwrap();
+    let mut cmd = toolbridge();
+    cmd.arg("serve").arg("--config").arg(&config);
+    let (mut child, addr, seen) = start(cmd);
+    assert!(
+        seen.iter()
+            .any(|l| l.contains(&config.display().to_string())),
+        "{seen:?}"
+    );
+    let models = get(&addr, "/v1/models");
+    assert!(models.starts_with("HTTP/1.1 200"), "{models}");
+    assert!(models.contains(r#""id":"local""#), "{models}");
+    assert!(get(&addr, "/healthz").contains(r#"{"status":"ok"}"#));
+    assert!(terminate(&mut child).success());
+}
+
+#[test]
+fn starts_without_a_config_file_and_says_so() {
+    let dir = temp_dir("empty");
+    let mut cmd = toolbridge();
+    cmd.current_dir(&dir)
+        .env("XDG_CONFIG_HOME", &dir)
+        .env("HOME", &dir)
+        .args(["serve", "--listen", "127.0.0.1:0"]);
+    let (mut child, addr, seen) = start(cmd);
+    let all = seen.join("\n");
+    assert!(all.contains("no toolbridge.toml found"), "{all}");
+    assert!(all.contains("no [[models]] configured"), "{all}");
+    assert!(get(&addr, "/v1/models").contains(r#"{"object":"list","data":[]}"#));
+    assert!(terminate(&mut child).success());
+}
+
+#[test]
+fn refuses_a_public_address_without_keys() {
+    let dir = temp_dir("public");
+    let out = toolbridge()
+        .current_dir(&dir)
+        .env("XDG_CONFIG_HOME", &dir)
+        .env("HOME", &dir)
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("refusing to listen on 0.0.0.0:0 without API keys"),
+        "{err}"
+    );
+}
+
+#[test]
+fn config_errors_name_the_file_and_line() {
+    let dir = temp_dir("bad");
+    let config = dir.join("bad.toml");
+    std::fs::write(
+        &config,
+        "[server]\nlisten = \"127.0.0.1:0\"\nbody_limt = 5\n",
+    )
+    .unwrap();
+    let out = toolbridge()
+        .arg("serve")
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.toml") && err.contains("line 3") && err.contains("body_limt"),
+        "{err}"
+    );
+}
