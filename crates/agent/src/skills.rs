@@ -595,7 +595,7 @@ impl SkillToolState {
             .get(&requested)
             .or_else(|| self.skills.get(requested.trim()));
         let Some(skill) = skill else {
-            return Err(ToolError(texts::skill_not_found(
+            return Err(ToolError::Tool(texts::skill_not_found(
                 &requested,
                 &self.skills.names(),
             )));
@@ -615,13 +615,13 @@ impl SkillToolState {
                 }
                 Err(error) => {
                     tracing::warn!(skill = %skill.name, %error, "skill body could not be loaded");
-                    Err(ToolError(texts::skill_load_failed(&skill.name)))
+                    Err(ToolError::Tool(texts::skill_load_failed(&skill.name)))
                 }
             }
         };
         tokio::select! {
             biased;
-            () = context.cancel.cancelled() => Err(ToolError(texts::ERROR_CANCELED.to_owned())),
+            () = context.cancel.cancelled() => Err(ToolError::Tool(texts::ERROR_CANCELED.to_owned())),
             result = work => result,
         }
     }
@@ -742,8 +742,8 @@ mod tests {
         });
         let t = tool(vec![skill]);
         let err = call(&t, "flaky").await.unwrap_err();
-        assert_eq!(err.0, texts::skill_load_failed("flaky"));
-        assert!(!err.0.contains("database"), "the detail stays in the log");
+        assert_eq!(err.to_string(), texts::skill_load_failed("flaky"));
+        assert!(!err.to_string().contains("database"), "the detail stays in the log");
         assert!(t.loaded().is_empty());
         assert_eq!(call(&t, "flaky").await.unwrap(), "RECOVERED");
         assert_eq!(t.loaded(), vec!["flaky".to_owned()]);
@@ -785,18 +785,18 @@ mod tests {
             Skill::text("b", "B.", "B"),
         ]);
         assert_eq!(
-            call(&t, "c").await.unwrap_err().0,
+            call(&t, "c").await.unwrap_err().to_string(),
             texts::skill_not_found("c", &["a", "b"])
         );
         let odd = t
             .invoke(serde_json::json!({ "name": 5 }), ToolContext::default())
             .await;
-        assert_eq!(odd.unwrap_err().0, texts::skill_not_found("5", &["a", "b"]));
+        assert_eq!(odd.unwrap_err().to_string(), texts::skill_not_found("5", &["a", "b"]));
         let missing = t
             .invoke(serde_json::json!({}), ToolContext::default())
             .await;
         assert_eq!(
-            missing.unwrap_err().0,
+            missing.unwrap_err().to_string(),
             texts::skill_not_found("", &["a", "b"])
         );
         assert!(t.loaded().is_empty());
@@ -833,7 +833,7 @@ mod tests {
             .invoke(serde_json::json!({"name": "never"}), context)
             .await
             .unwrap_err();
-        assert_eq!(err.0, texts::ERROR_CANCELED);
+        assert_eq!(err.to_string(), texts::ERROR_CANCELED);
         assert!(t.loaded().is_empty());
     }
 
@@ -1250,7 +1250,7 @@ mod tests {
         let t = tool(skills);
         std::fs::remove_file(&file).unwrap();
         assert_eq!(
-            call(&t, "live").await.unwrap_err().0,
+            call(&t, "live").await.unwrap_err().to_string(),
             texts::skill_load_failed("live")
         );
         assert!(t.loaded().is_empty());

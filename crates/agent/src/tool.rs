@@ -37,28 +37,41 @@ impl Default for ToolContext {
     }
 }
 
-/// A tool's own failure ("repository not found"): the text goes back to the model inside
-/// `<tool_error>` and the run continues. Failures of the machinery (panics, timeouts) are not
-/// this type: the toolbox turns them into the sanitized public errors.
+/// Why a tool call failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ToolError(pub String);
+pub enum ToolError {
+    /// The tool's own failure ("repository not found"): the text goes back to the model inside
+    /// `<tool_error>` and the run continues.
+    #[error("{0}")]
+    Tool(String),
+    /// A failure of the machinery behind the tool (a crashed server, a broken transport): the
+    /// model only gets the seed's sanitized "Tool execution failed" sentence; the detail goes to
+    /// the operator log.
+    #[error("internal failure: {0}")]
+    Internal(String),
+}
 
 impl ToolError {
+    /// A tool's own error, shown to the model.
     pub fn new(message: impl Into<String>) -> Self {
-        ToolError(message.into())
+        ToolError::Tool(message.into())
+    }
+
+    /// A machinery failure, hidden from the model.
+    pub fn internal(detail: impl Into<String>) -> Self {
+        ToolError::Internal(detail.into())
     }
 }
 
 impl From<String> for ToolError {
     fn from(s: String) -> Self {
-        ToolError(s)
+        ToolError::Tool(s)
     }
 }
 
 impl From<&str> for ToolError {
     fn from(s: &str) -> Self {
-        ToolError(s.to_owned())
+        ToolError::Tool(s.to_owned())
     }
 }
 

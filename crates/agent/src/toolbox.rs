@@ -15,7 +15,7 @@ use toolbridge_protocol::texts;
 use toolbridge_protocol::types::{ToolCall, ToolSpec};
 
 use crate::approval::{ApprovalPolicy, Approvals, Approver};
-use crate::tool::{Tool, ToolContext};
+use crate::tool::{Tool, ToolContext, ToolError};
 
 /// What happened to a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -259,7 +259,11 @@ impl Toolbox {
         let outcome = tokio::select! {
             joined = tokio::time::timeout(timeout, &mut task) => match joined {
                 Ok(Ok(Ok(output))) => Ok(output),
-                Ok(Ok(Err(error))) => Err((CallStatus::ToolError, error.0)),
+                Ok(Ok(Err(ToolError::Tool(message)))) => Err((CallStatus::ToolError, message)),
+                Ok(Ok(Err(ToolError::Internal(detail)))) => {
+                    tracing::error!(tool = %call.name, id = %call.id, %detail, "tool failed internally");
+                    Err((CallStatus::Failed, texts::ERROR_FAILED.to_owned()))
+                }
                 Ok(Err(join)) if join.is_panic() => {
                     tracing::error!(tool = %call.name, id = %call.id, panic = %panic_message(join), "tool panicked");
                     Err((CallStatus::Failed, texts::ERROR_FAILED.to_owned()))
@@ -473,6 +477,17 @@ mod tests {
             (r.status, r.for_model.as_str()),
             (CallStatus::ToolError, "repository not found")
         );
+    }
+
+    #[tokio::test]
+    async fn internal_failures_are_sanitized() {
+        let tb = Toolbox::new(ToolboxConfig::default())
+            .with(FnTool::new("mcp", "", json!({"type": "object"}), |_, _| async {
+                Err::<String, _>(ToolError::internal("transport closed: /run/secret.sock"))
+            }))
+            .unwrap();
+        let r = run(&tb, &call("mcp", "{}")).await;
+        assert_eq!((r.status, r.for_model.as_str()), (CallStatus::Failed, texts::ERROR_FAILED));
     }
 
     #[test]
