@@ -455,3 +455,99 @@ async fn dropping_the_stream_cancels_the_upstream_request() {
     assert_eq!(model.complete(request()).await.unwrap().text, "next");
     assert!(started.elapsed() < Duration::from_secs(2));
 }
+
+fn anthropic(up: &TestUpstream) -> Arc<toolbridge_providers::anthropic::AnthropicClient> {
+    let mut c = toolbridge_providers::anthropic::AnthropicConfig::new("claude-test");
+    c.base_url = up.anthropic_base_url();
+    c.api_key = Some("sk-ant-test-key-0123456789".into());
+    c.timeouts = quick_timeouts();
+    c.retry = RetryPolicy::none();
+    Arc::new(toolbridge_providers::anthropic::AnthropicClient::new(c).unwrap())
+}
+
+#[tokio::test]
+async fn the_anthropic_client_round_trips_a_tool_conversation() {
+    let up = TestUpstream::start().await.unwrap();
+    up.push(Behavior::Reply(Reply {
+        text: "Let me look.".into(),
+        tool_calls: vec![("get_weather".into(), "{\"city\": \"Paris\"}".into())],
+        chunk_size: 4,
+        ..Reply::default()
+    }));
+    up.push(Behavior::Reply(Reply::text("It is 18°C in Paris.")));
+    let model = Model::new("a", vec![Arm::new(anthropic(&up), ToolMode::Native)]);
+    let first = model.complete(request()).await.unwrap();
+    assert_eq!(first.text, "Let me look.");
+    assert_eq!(first.calls.len(), 1);
+    assert_eq!(first.calls[0].name, "get_weather");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&first.calls[0].arguments).unwrap(),
+        json!({"city": "Paris"})
+    );
+    assert_eq!(first.finish_reason, Some(FinishReason::ToolCalls));
+
+    let mut second = request();
+    second.messages.push(Message::assistant_calls(
+        Some(first.text.clone()),
+        first.calls.clone(),
+    ));
+    second.messages.push(Message::tool_result(
+        first.calls[0].id.clone(),
+        "18°C, cloudy",
+        false,
+    ));
+    let answer = model.complete(second).await.unwrap();
+    assert_eq!(answer.text, "It is 18°C in Paris.");
+    assert_eq!(answer.finish_reason, Some(FinishReason::Stop));
+
+    let reqs = up.requests();
+    assert_eq!(reqs[0].path, "/v1/messages");
+    assert_eq!(
+        reqs[0].header("x-api-key"),
+        Some("sk-ant-test-key-0123456789")
+    );
+    assert_eq!(reqs[0].body["tools"][0]["name"], "get_weather");
+    assert_eq!(
+        reqs[0].body["tools"][0]["input_schema"]["required"][0],
+        "city"
+    );
+    // Every tool_use is answered by a tool_result at the start of the next user turn.
+    let messages = reqs[1].body["messages"].as_array().unwrap();
+    let assistant = &messages[messages.len() - 2];
+    let user = &messages[messages.len() - 1];
+    assert_eq!(assistant["role"], "assistant");
+    let tool_use = assistant["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "tool_use")
+        .unwrap();
+    assert_eq!(user["role"], "user");
+    assert_eq!(user["content"][0]["type"], "tool_result");
+    assert_eq!(user["content"][0]["tool_use_id"], tool_use["id"]);
+    assert_eq!(user["content"][0]["content"], "18°C, cloudy");
+}
+
+#[tokio::test]
+async fn the_anthropic_client_in_prompt_mode_and_its_errors() {
+    let up = TestUpstream::start().await.unwrap();
+    up.push(Behavior::Reply(Reply::text("<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}</tool_call> ignored")));
+    up.push(Behavior::Status {
+        code: 401,
+        message: "invalid x-api-key".into(),
+        retry_after: None,
+    });
+    let model = Model::new("a", vec![Arm::new(anthropic(&up), ToolMode::Prompt)]);
+    let r = model.complete(request()).await.unwrap();
+    assert_eq!(r.calls[0].arguments, "{\"city\": \"Oslo\"}");
+    let body = &up.requests()[0].body;
+    assert_eq!(body["stop_sequences"][0], "</tool_call>");
+    assert!(body.get("tools").is_none());
+    assert!(body["system"]
+        .as_str()
+        .unwrap()
+        .contains("## Available tools"));
+    let err = model.complete(request()).await.unwrap_err();
+    assert!(matches!(err, ProviderError::Auth { status: 401, .. }));
+    assert!(!err.to_string().contains("0123456789"));
+}
