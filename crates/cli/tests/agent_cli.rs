@@ -161,3 +161,52 @@ fn tools_and_skills_list_what_a_run_offers() {
     let specs: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(specs[0]["function"]["name"], "use_skill");
 }
+
+#[test]
+fn chat_keeps_the_conversation_and_answers_commands() {
+    use std::io::Write;
+    let d = temp_dir("chat");
+    let record = d.join("requests.jsonl");
+    std::fs::write(
+        d.join("script.json"),
+        serde_json::json!({"replies": ["Hello there!", "Second answer."], "record": record})
+            .to_string(),
+    )
+    .unwrap();
+    let model = format!("scripted:{}", d.join("script.json").display());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolbridge"))
+        .args(["chat", "--model", &model])
+        .current_dir(&d)
+        .env("HOME", &d)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"hi\n/tools\n/bogus\nagain\n/reset\n/quit\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stdout.contains("Hello there!") && stdout.contains("Second answer."),
+        "{stdout}"
+    );
+    assert!(stderr.contains("unknown command /bogus"), "{stderr}");
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    let second = lines[1]["messages"].to_string();
+    assert!(
+        second.contains("Hello there!") && second.contains("\"hi\"") && second.contains("again"),
+        "the second turn carries the first: {second}"
+    );
+}
