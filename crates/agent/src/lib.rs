@@ -15,4 +15,4 @@ pub mod toolbox;
 pub use agent::{Agent, AgentConfig, AgentError, Run, RunState};
 pub use events::{FinalizationReason, Outcome, RunEvent};
 pub use tool::{FnTool, Tool, ToolContext, ToolError};
-pub use toolbox::{CallStatus, Toolbox, ToolboxConfig};
+pub use toolbox::{CallStatus, DynamicTools, Toolbox, ToolboxConfig};

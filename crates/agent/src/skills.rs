@@ -743,7 +743,10 @@ mod tests {
         let t = tool(vec![skill]);
         let err = call(&t, "flaky").await.unwrap_err();
         assert_eq!(err.to_string(), texts::skill_load_failed("flaky"));
-        assert!(!err.to_string().contains("database"), "the detail stays in the log");
+        assert!(
+            !err.to_string().contains("database"),
+            "the detail stays in the log"
+        );
         assert!(t.loaded().is_empty());
         assert_eq!(call(&t, "flaky").await.unwrap(), "RECOVERED");
         assert_eq!(t.loaded(), vec!["flaky".to_owned()]);
@@ -791,7 +794,10 @@ mod tests {
         let odd = t
             .invoke(serde_json::json!({ "name": 5 }), ToolContext::default())
             .await;
-        assert_eq!(odd.unwrap_err().to_string(), texts::skill_not_found("5", &["a", "b"]));
+        assert_eq!(
+            odd.unwrap_err().to_string(),
+            texts::skill_not_found("5", &["a", "b"])
+        );
         let missing = t
             .invoke(serde_json::json!({}), ToolContext::default())
             .await;

@@ -24,6 +24,8 @@ pub struct ToolContext {
     pub conversation: String,
     /// Cancelled when the run is cancelled or the call times out; long tools should watch it.
     pub cancel: CancellationToken,
+    /// The id of the call being run (set by the toolbox), for provenance records.
+    pub call_id: Option<String>,
 }
 
 impl Default for ToolContext {
@@ -33,6 +35,7 @@ impl Default for ToolContext {
             user: "local".into(),
             conversation: "default".into(),
             cancel: CancellationToken::new(),
+            call_id: None,
         }
     }
 }
@@ -95,6 +98,12 @@ pub trait Tool: Send + Sync + 'static {
     /// The most characters of output the model sees (the rest is cut, with a note giving the
     /// total); `None` uses the toolbox's default.
     fn max_output_chars(&self) -> Option<usize> {
+        None
+    }
+
+    /// A limit of this tool's own for one call; the toolbox uses the smaller of this and its
+    /// timeout, and a call over it gets the seed's timed-out sentence.
+    fn timeout(&self) -> Option<std::time::Duration> {
         None
     }
 }

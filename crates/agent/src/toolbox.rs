@@ -100,17 +100,31 @@ impl Default for ToolboxConfig {
     }
 }
 
-struct Entry {
-    tool: Arc<dyn Tool>,
-    validator: Option<jsonschema::Validator>,
+/// A source of tools whose list can change while the agent lives (an MCP server that sends
+/// `notifications/tools/list_changed`). The loop asks for the list again only when `version`
+/// changed, so the tool array stays byte-identical while the list does not change.
+pub trait DynamicTools: Send + Sync + 'static {
+    /// Grows whenever the list changes.
+    fn version(&self) -> u64;
+    /// The current tools, in a stable order.
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
 }
 
-/// The tools of a run, in a stable order.
+#[derive(Clone)]
+struct Entry {
+    tool: Arc<dyn Tool>,
+    // Shared so that resolving dynamic tools does not recompile the static tools' schemas.
+    validator: Option<Arc<jsonschema::Validator>>,
+}
+
+/// The tools of a run, in a stable order: the static tools in registration order, then the
+/// dynamic sources' tools in the order the sources were added.
 #[derive(Default)]
 pub struct Toolbox {
     entries: Vec<Entry>,
     index: HashMap<String, usize>,
     config: ToolboxConfig,
+    dynamic: Vec<Arc<dyn DynamicTools>>,
 }
 
 impl Toolbox {
@@ -119,7 +133,46 @@ impl Toolbox {
             entries: Vec::new(),
             index: HashMap::new(),
             config,
+            dynamic: Vec::new(),
         }
+    }
+
+    /// Adds a source of tools that may change between rounds (see [`DynamicTools`]).
+    pub fn add_dynamic(&mut self, source: Arc<dyn DynamicTools>) {
+        self.dynamic.push(source);
+    }
+
+    /// Whether any dynamic source was added.
+    pub fn has_dynamic(&self) -> bool {
+        !self.dynamic.is_empty()
+    }
+
+    /// The combined version of the dynamic sources: it changes whenever one of them changes
+    /// (each only grows).
+    pub fn dynamic_version(&self) -> u64 {
+        self.dynamic
+            .iter()
+            .fold(0u64, |sum, d| sum.wrapping_add(d.version()))
+    }
+
+    /// A toolbox of plain tools: the static tools plus the dynamic sources' current tools. A
+    /// dynamic tool whose name is taken or whose schema does not compile is left out (logged),
+    /// so one bad server tool cannot stop a run.
+    pub fn resolve(&self) -> Toolbox {
+        let mut out = Toolbox {
+            entries: self.entries.clone(),
+            index: self.index.clone(),
+            config: self.config,
+            dynamic: Vec::new(),
+        };
+        for source in &self.dynamic {
+            for tool in source.tools() {
+                if let Err(e) = out.add(tool) {
+                    tracing::warn!(error = %e, "dynamic tool left out");
+                }
+            }
+        }
+        out
     }
 
     pub fn config(&self) -> ToolboxConfig {
@@ -135,16 +188,15 @@ impl Toolbox {
         if self.index.contains_key(&name) {
             return Err(ToolboxError::Duplicate(name));
         }
-        let validator =
-            match &tool.spec().parameters {
-                Some(schema) => Some(jsonschema::validator_for(schema).map_err(|e| {
-                    ToolboxError::BadSchema {
-                        name: name.clone(),
-                        message: e.to_string(),
-                    }
-                })?),
-                None => None,
-            };
+        let validator = match &tool.spec().parameters {
+            Some(schema) => Some(Arc::new(jsonschema::validator_for(schema).map_err(
+                |e| ToolboxError::BadSchema {
+                    name: name.clone(),
+                    message: e.to_string(),
+                },
+            )?)),
+            None => None,
+        };
         self.index.insert(name, self.entries.len());
         self.entries.push(Entry { tool, validator });
         Ok(())
@@ -250,9 +302,11 @@ impl Toolbox {
         let limit = tool
             .max_output_chars()
             .unwrap_or(self.config.max_output_chars);
+        let timeout = tool.timeout().map_or(timeout, |own| own.min(timeout));
         let cancel = context.cancel.child_token();
         let ctx = ToolContext {
             cancel: cancel.clone(),
+            call_id: Some(call.id.clone()),
             ..context.clone()
         };
         let mut task = tokio::spawn(tool.invoke(args, ctx));
@@ -482,12 +536,20 @@ mod tests {
     #[tokio::test]
     async fn internal_failures_are_sanitized() {
         let tb = Toolbox::new(ToolboxConfig::default())
-            .with(FnTool::new("mcp", "", json!({"type": "object"}), |_, _| async {
-                Err::<String, _>(ToolError::internal("transport closed: /run/secret.sock"))
-            }))
+            .with(FnTool::new(
+                "mcp",
+                "",
+                json!({"type": "object"}),
+                |_, _| async {
+                    Err::<String, _>(ToolError::internal("transport closed: /run/secret.sock"))
+                },
+            ))
             .unwrap();
         let r = run(&tb, &call("mcp", "{}")).await;
-        assert_eq!((r.status, r.for_model.as_str()), (CallStatus::Failed, texts::ERROR_FAILED));
+        assert_eq!(
+            (r.status, r.for_model.as_str()),
+            (CallStatus::Failed, texts::ERROR_FAILED)
+        );
     }
 
     #[test]

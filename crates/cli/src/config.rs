@@ -21,6 +21,12 @@ pub struct FileConfig {
     pub models: Vec<ModelConfig>,
     #[serde(default)]
     pub agent: AgentSection,
+    /// `[tools]`: the built-in tools (toolbridge-tools) and their back-ends.
+    #[serde(default)]
+    pub tools: toolbridge_tools::ToolsConfig,
+    /// `[[mcp_servers]]`: MCP servers whose tools join the agent's (see the README).
+    #[serde(default)]
+    pub mcp_servers: Vec<toolbridge_mcp::McpServerConfig>,
 }
 
 /// Where the configuration came from (for messages).

@@ -26,6 +26,9 @@ enum Command {
     Parse(commands::parse::Args),
     Prompt(commands::prompt::Args),
     Serve(commands::serve::Args),
+    Model(commands::model::Args),
+    Net(commands::net::Args),
+    Memory(commands::memory::Args),
 }
 
 fn main() -> ExitCode {
@@ -38,6 +41,9 @@ fn main() -> ExitCode {
         Command::Parse(args) => commands::parse::run(args),
         Command::Prompt(args) => commands::prompt::run(args),
         Command::Serve(args) => commands::serve::run(args),
+        Command::Model(args) => commands::model::run(args),
+        Command::Net(args) => commands::net::run(args),
+        Command::Memory(args) => commands::memory::run(args),
     };
     match result {
         Ok(code) => code,

@@ -124,9 +124,20 @@ fn exit_codes_follow_the_outcome() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("no reply left"));
 
-    let (code, _, err) = toolbridge(&["run", "go"], &d);
-    assert_eq!(code, 1);
+    // With no model the embedded default is used; TOOLBRIDGE_NO_PULL keeps the test offline.
+    let out = Command::new(env!("CARGO_BIN_EXE_toolbridge"))
+        .args(["run", "go"])
+        .current_dir(&d)
+        .env("HOME", &d)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .env("TOOLBRIDGE_NO_PULL", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1));
     assert!(err.contains("no model configured"), "{err}");
+    assert!(err.contains("toolbridge model pull"), "{err}");
 }
 
 #[test]

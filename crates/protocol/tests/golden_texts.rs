@@ -287,6 +287,133 @@ fn rendered_wrappers_and_messages() {
     s.push_str(texts::DEFAULT_SYSTEM_PROMPT);
     s.push_str("\n---\n");
     s.push_str(&texts::skill_load_failed("document-generation"));
+    s.push_str("\n---\n");
+    s.push_str(&texts::mcp_image_saved(
+        "/work/ws/downloads/mcp-py-1a2b3c4d.png",
+    ));
+    s.push_str("\n---\n");
+    s.push_str(&texts::mcp_audio_saved(
+        "/work/ws/downloads/mcp-py-1a2b3c4d.wav",
+    ));
+    s.push_str("\n---\n");
+    s.push_str(&texts::mcp_resource_saved(
+        "file:///data.bin",
+        "/work/ws/downloads/mcp-py-1a2b3c4d.bin",
+    ));
+    s.push_str("\n---\n");
+    s.push_str(&texts::mcp_resource_text(
+        "test://static/resource/1",
+        "Hello",
+    ));
+    s.push_str("\n---\n");
+    s.push_str(&texts::mcp_resource_link("test://static/resource/2"));
+    s.push_str("\n---\n");
+    s.push_str(&texts::mcp_content_not_saved("image"));
+    s.push_str("\n---\n");
+    s.push_str(texts::MCP_NO_CONTENT);
+    // Built-in tools (toolbridge-tools).
+    for (template, values) in [
+        (
+            texts::NET_BAD_URL,
+            &[("<DETAIL>", "relative URL without a base")][..],
+        ),
+        (texts::NET_SCHEME, &[("<SCHEME>", "file")][..]),
+        (texts::NET_USERINFO, &[][..]),
+        (texts::NET_NO_HOST, &[][..]),
+        (
+            texts::NET_PORT,
+            &[("<PORT>", "8080"), ("<PORTS>", "80, 443")][..],
+        ),
+        (texts::NET_NAME_DENIED, &[("<HOST>", "localhost")][..]),
+        (
+            texts::NET_ADDRESS_RESERVED,
+            &[("<ADDRESS>", "intranet.test (10.0.0.5)")][..],
+        ),
+        (
+            texts::NET_ADDRESS_POLICY,
+            &[("<ADDRESS>", "93.184.216.34")][..],
+        ),
+        (texts::NET_ADDRESS_OWN, &[("<ADDRESS>", "127.0.0.1")][..]),
+        (texts::NET_DNS_TIMEOUT, &[("<HOST>", "slow.test")][..]),
+        (texts::NET_DNS_FAILED, &[("<HOST>", "unknown.test")][..]),
+        (texts::NET_TOO_MANY_REDIRECTS, &[("<COUNT>", "5")][..]),
+        (texts::NET_BAD_REDIRECT, &[][..]),
+        (texts::NET_TOO_LARGE, &[("<LIMIT>", "5242880")][..]),
+        (texts::NET_DEADLINE, &[("<SECONDS>", "30")][..]),
+        (texts::NET_CONNECT, &[][..]),
+        (texts::NET_STATUS, &[("<STATUS>", "404")][..]),
+        (texts::NET_ENCODING, &[("<ENCODING>", "br")][..]),
+        (texts::NET_NOT_TEXT, &[("<TYPE>", "application/zip")][..]),
+        (texts::NET_NOT_IMAGE, &[("<TYPE>", "text/html")][..]),
+        (texts::NET_BAD_IMAGE, &[][..]),
+    ] {
+        s.push_str("\n---\n");
+        s.push_str(&texts::fetch_failed(
+            "https://example.com/a",
+            &texts::net_reason(template, values),
+        ));
+    }
+    s.push_str("\n---\n");
+    s.push_str(&texts::web_fetch_page(
+        "Otters",
+        "https://example.com/otters",
+        "Sea otters use stones.",
+    ));
+    s.push_str(texts::WEB_FETCH_SEPARATOR);
+    s.push_str(texts::WEB_FETCH_NO_URL);
+    s.push_str("\n---\n");
+    s.push_str(&texts::fetch_image_saved(
+        "/workspace/downloads/cat-0123456789ab.png",
+        "image/png",
+        1234,
+    ));
+    s.push_str("\n---\n");
+    s.push_str(texts::NO_WORKSPACE);
+    s.push_str("\n---\n");
+    s.push_str(texts::SEARCH_NOT_CONFIGURED);
+    s.push_str("\n---\n");
+    s.push_str(texts::SEARCH_NO_QUERY);
+    s.push_str("\n---\n");
+    s.push_str(&texts::search_header("otters"));
+    s.push('\n');
+    s.push_str(&texts::search_result(
+        1,
+        "Sea otter",
+        "https://example.org/otter",
+        "Sea otters use tools.",
+    ));
+    s.push_str("\n---\n");
+    s.push_str(&texts::search_no_results("zzz"));
+    s.push_str("\n---\n");
+    s.push_str(&texts::search_failed(
+        "otters",
+        &texts::net_reason(texts::NET_STATUS, &[("<STATUS>", "401")]),
+    ));
+    s.push_str("\n---\n");
+    s.push_str(texts::IMAGES_NOT_CONFIGURED);
+    s.push_str("\n---\n");
+    s.push_str(&texts::images_saved(&[
+        "/workspace/outputs/image-1.png".to_owned(),
+        "/workspace/outputs/image-2.png".to_owned(),
+    ]));
+    s.push_str("\n---\n");
+    s.push_str(&texts::images_failed(texts::NET_CONNECT));
+    s.push_str("\n---\n");
+    s.push_str(texts::IMAGES_BAD_BASE);
+    s.push_str("\n---\n");
+    s.push_str(texts::IMAGES_NO_PREVIOUS);
+    s.push_str("\n---\n");
+    s.push_str(&texts::images_no_attachment(2, 1));
+    s.push_str("\n---\n");
+    s.push_str(texts::MEMORY_SAVED);
+    s.push_str("\n---\n");
+    s.push_str(
+        &texts::memory_block(&[
+            "The user is vegetarian.".to_owned(),
+            "Lives in Lyon.".to_owned(),
+        ])
+        .unwrap_or_default(),
+    );
     check_golden("wrappers.txt", &s);
 }
 

@@ -200,6 +200,10 @@ async fn read_limited(response: reqwest::Response, limit: usize) -> String {
 }
 
 /// The response body as chunks, each within the idle deadline and all within the total one.
+///
+/// One timer serves the whole body and is moved only when it fires early (progress happened
+/// since it was set): re-arming a timer per chunk would wake the runtime's driver for every
+/// chunk, which costs more CPU than the rest of the chunk's handling.
 pub fn body_chunks(
     response: reqwest::Response,
     idle: Duration,
@@ -207,18 +211,34 @@ pub fn body_chunks(
 ) -> impl Stream<Item = Result<Bytes, ProviderError>> + Send {
     async_stream::try_stream! {
         let mut stream = response.bytes_stream();
+        let mut last_progress = Instant::now();
+        let limit = |last: Instant| (last + idle).min(deadline);
+        let timer = tokio::time::sleep_until(limit(last_progress));
+        tokio::pin!(timer);
         loop {
-            let idle_at = Instant::now() + idle;
-            let (limit, kind) = if idle_at < deadline {
-                (idle_at, TimeoutKind::Idle)
-            } else {
-                (deadline, TimeoutKind::Total)
+            let next = tokio::select! {
+                biased;
+                item = stream.next() => Some(item),
+                () = &mut timer => None,
             };
-            match tokio::time::timeout_at(limit, stream.next()).await {
-                Err(_) => Err(ProviderError::Timeout(kind))?,
-                Ok(None) => break,
-                Ok(Some(Err(e))) => Err(transport_error(e))?,
-                Ok(Some(Ok(chunk))) => yield chunk,
+            match next {
+                Some(None) => break,
+                Some(Some(Err(e))) => Err(transport_error(e))?,
+                Some(Some(Ok(chunk))) => {
+                    last_progress = Instant::now();
+                    yield chunk;
+                }
+                None => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        Err(ProviderError::Timeout(TimeoutKind::Total))?;
+                    }
+                    let due = limit(last_progress);
+                    if now >= due {
+                        Err(ProviderError::Timeout(TimeoutKind::Idle))?;
+                    }
+                    timer.as_mut().reset(due);
+                }
             }
         }
     }

@@ -56,6 +56,8 @@ impl OpenAiConfig {
 pub struct OpenAiClient {
     config: Arc<OpenAiConfig>,
     http: reqwest::Client,
+    /// `{base_url}/chat/completions`, parsed once (parsing it per request showed in profiles).
+    url: reqwest::Url,
 }
 
 impl OpenAiClient {
@@ -70,9 +72,14 @@ impl OpenAiClient {
             )));
         }
         let http = http::build_client(&config.timeouts)?;
+        let endpoint = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+        let url = reqwest::Url::parse(&endpoint).map_err(|e| {
+            ProviderError::Config(format!("invalid base URL `{}`: {e}", config.base_url))
+        })?;
         Ok(OpenAiClient {
             config: Arc::new(config),
             http,
+            url,
         })
     }
 
@@ -124,12 +131,12 @@ impl Upstream for OpenAiClient {
         Box::pin(async_stream::try_stream! {
             let config = &client.config;
             let body = request_body(&request, config)?;
-            let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+            let url = &client.url;
             let key = config.api_key.as_deref();
             let deadline = Instant::now() + config.timeouts.total;
             let mut attempt = 0;
             'attempts: loop {
-                let mut builder = client.http.post(&url).json(&body);
+                let mut builder = client.http.post(url.clone()).json(&body);
                 if let Some(key) = key {
                     builder = builder.bearer_auth(key);
                 }

@@ -95,6 +95,18 @@ impl TestUpstream {
         self.shared.lock().queue.extend(behaviors);
     }
 
+    /// Sets the behaviour used when the queue is empty (instead of the 500 "no scripted reply
+    /// left"); `None` restores that default. For benchmarks and long-running demos.
+    pub fn set_default(&self, behavior: Option<Behavior>) {
+        self.shared.lock().default = behavior;
+    }
+
+    /// Turns the recording of requests (see [`TestUpstream::requests`]) on or off; it is on by
+    /// default. Off keeps memory flat under load.
+    pub fn set_recording(&self, on: bool) {
+        self.shared.lock().skip_recording = !on;
+    }
+
     /// How many queued behaviours have not been taken yet.
     pub fn remaining(&self) -> usize {
         self.shared.lock().queue.len()
@@ -303,6 +315,9 @@ pub(crate) struct Shared {
 pub(crate) struct Inner {
     pub(crate) queue: VecDeque<Behavior>,
     pub(crate) requests: Vec<Recorded>,
+    /// Used when the queue is empty.
+    pub(crate) default: Option<Behavior>,
+    pub(crate) skip_recording: bool,
 }
 
 impl Shared {

@@ -107,13 +107,14 @@ async fn handle(
     raw: &Bytes,
 ) -> Response {
     let parsed = serde_json::from_slice::<Value>(raw);
-    let recorded_body = match &parsed {
-        Ok(value) => value.clone(),
-        Err(_) => Value::String(String::from_utf8_lossy(raw).into_owned()),
-    };
-    let recorded = Recorded {
+    // Built only while recording is on (benchmarks turn it off).
+    let record = !shared.lock().skip_recording;
+    let recorded = record.then(|| Recorded {
         path: uri.path().to_owned(),
-        body: recorded_body,
+        body: match &parsed {
+            Ok(value) => value.clone(),
+            Err(_) => Value::String(String::from_utf8_lossy(raw).into_owned()),
+        },
         authorization: headers
             .get(header::AUTHORIZATION)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
@@ -126,11 +127,11 @@ async fn handle(
                 )
             })
             .collect(),
-    };
+    });
     let request = match parsed {
         Ok(value @ Value::Object(_)) => value,
         Ok(_) => {
-            shared.lock().requests.push(recorded);
+            shared.lock().requests.extend(recorded);
             return error_response(
                 endpoint,
                 StatusCode::BAD_REQUEST,
@@ -139,7 +140,7 @@ async fn handle(
             );
         }
         Err(e) => {
-            shared.lock().requests.push(recorded);
+            shared.lock().requests.extend(recorded);
             return error_response(
                 endpoint,
                 StatusCode::BAD_REQUEST,
@@ -150,8 +151,8 @@ async fn handle(
     };
     let behavior = {
         let mut inner = shared.lock();
-        inner.requests.push(recorded);
-        inner.queue.pop_front()
+        inner.requests.extend(recorded);
+        inner.queue.pop_front().or_else(|| inner.default.clone())
     };
     let ctx = RequestCtx::new(endpoint, &request);
     match behavior {

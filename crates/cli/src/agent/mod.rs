@@ -1,5 +1,6 @@
 //! The agent on the command line: set-up, rendering and approval shared by `run` and `chat`.
 
 pub mod approve;
+pub mod mcp;
 pub mod render;
 pub mod setup;

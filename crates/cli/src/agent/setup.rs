@@ -3,14 +3,15 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use serde::Deserialize;
 use toolbridge_agent::approval::Approvals;
 use toolbridge_agent::skills::{load_dirs, SkillSet, DEFAULT_SKILL_TOOL};
-use toolbridge_agent::{Agent, AgentConfig, Toolbox, ToolboxConfig};
+use toolbridge_agent::{Agent, AgentConfig, ToolContext, Toolbox, ToolboxConfig};
 use toolbridge_protocol::mode::ToolMode;
-use toolbridge_providers::config::{build_model, model_from_spec, ModelConfig, ProcessEnv};
+use toolbridge_providers::config::{model_from_spec, ModelConfig, ProcessEnv};
 use toolbridge_providers::Model;
+use toolbridge_tools::ToolsConfig;
 
 /// The `[agent]` table.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -77,6 +78,10 @@ pub struct AgentArgs {
     /// The system prompt.
     #[arg(long, value_name = "TEXT")]
     pub system: Option<String>,
+    /// An MCP server over stdio (repeatable): `--mcp 'files=npx -y @modelcontextprotocol/server-filesystem /tmp'`.
+    /// The command line is split like a shell would (quotes work; no variables or pipes).
+    #[arg(long = "mcp", value_name = "NAME=COMMAND")]
+    pub mcp: Vec<String>,
 }
 
 /// Everything a run needs, resolved.
@@ -92,28 +97,35 @@ pub fn resolve_model(
     mode: Option<ToolMode>,
     models: &[ModelConfig],
 ) -> anyhow::Result<Model> {
+    use crate::commands::model as embedded;
     let Some(name) = name else {
-        bail!(
-            "no model configured: pass --model (for example --model openai:gpt-4o-mini, --model ollama:qwen2.5 or --model scripted:FILE.json) or set `model` under [agent] in toolbridge.toml"
+        // No model configured: the embedded default (pulled on first use).
+        return embedded::embedded_model("embedded", mode).context(
+            "no model configured: pass --model (for example --model openai:gpt-4o-mini, --model ollama:qwen2.5 or --model scripted:FILE.json) or set `model` under [agent] in toolbridge.toml",
         );
     };
     if let Some(config) = models.iter().find(|m| m.name == name) {
-        return build_model(config, &ProcessEnv).with_context(|| format!("model `{name}`"));
+        return embedded::build_configured(config).with_context(|| format!("model `{name}`"));
+    }
+    if embedded::is_embedded(name) {
+        return embedded::embedded_model(name, mode);
     }
     model_from_spec(name, mode, &ProcessEnv).map_err(anyhow::Error::from)
 }
 
 /// Builds the agent.
+/// `memories` are the run's user's saved facts (see [`memories`]).
 pub fn build(
     section: &AgentSection,
     args: &AgentArgs,
     models: &[ModelConfig],
     toolbox: Toolbox,
+    memories: Vec<String>,
 ) -> anyhow::Result<Setup> {
     let model_name = args.model.clone().or_else(|| section.model.clone());
     let mode = args.tool_mode.or(section.tool_mode);
     let model = resolve_model(model_name.as_deref(), mode, models)?;
-    assemble(section, args, model, model_name, toolbox)
+    assemble(section, args, model, model_name, toolbox, memories)
 }
 
 /// Builds the agent for listing its tools and skills: no model is needed (none is called).
@@ -129,7 +141,7 @@ pub fn build_for_listing(
         Some(name) => resolve_model(Some(name), mode, models)?,
         None => Model::new("(none)", Vec::new()),
     };
-    assemble(section, args, model, model_name, toolbox)
+    assemble(section, args, model, model_name, toolbox, Vec::new())
 }
 
 fn assemble(
@@ -138,6 +150,7 @@ fn assemble(
     model: Model,
     model_name: Option<String>,
     toolbox: Toolbox,
+    memories: Vec<String>,
 ) -> anyhow::Result<Setup> {
     let mut dirs = section.skill_dirs.clone();
     dirs.extend(args.skill_dirs.iter().cloned());
@@ -172,6 +185,7 @@ fn assemble(
             .or_else(|| section.system_prompt.clone()),
         skill_tool,
         approvals: section.approvals.clone(),
+        memories,
     };
     let agent = Agent::new(model, toolbox, skills, config)?;
     Ok(Setup {
@@ -180,10 +194,10 @@ fn assemble(
     })
 }
 
-/// The toolbox a run offers. Built-in tools join it as their issues land.
-pub fn toolbox(section: &AgentSection) -> Toolbox {
+/// The toolbox a run offers.
+pub fn toolbox(section: &AgentSection, tools: &ToolsConfig) -> anyhow::Result<Toolbox> {
     let defaults = ToolboxConfig::default();
-    Toolbox::new(ToolboxConfig {
+    let mut toolbox = Toolbox::new(ToolboxConfig {
         timeout: section
             .tool_timeout_secs
             .map(Duration::from_secs)
@@ -191,5 +205,37 @@ pub fn toolbox(section: &AgentSection) -> Toolbox {
         max_output_chars: section
             .max_output_chars
             .unwrap_or(defaults.max_output_chars),
-    })
+    });
+
+    // Built-in tools (crate toolbridge-tools): the ones enabled under [tools].
+    toolbridge_tools::register(&mut toolbox, tools).context("setting up the built-in tools")?;
+
+    Ok(toolbox)
+}
+
+/// The run's user's ACTIVE memories (when `save_memory` is enabled). A store that cannot be read
+/// is reported and the run goes on without them.
+pub fn memories(tools: &ToolsConfig, user: &str) -> Vec<String> {
+    let loaded = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|rt| {
+            rt.block_on(toolbridge_tools::memories_for(tools, user))
+                .map_err(anyhow::Error::from)
+        });
+    match loaded {
+        Ok(lines) => lines,
+        Err(e) => {
+            eprintln!("toolbridge: warning: memories not loaded: {e:#}");
+            Vec::new()
+        }
+    }
+}
+
+/// The tool context of a CLI run: the local user, the default conversation and its workspace.
+pub fn context(tools: &ToolsConfig) -> ToolContext {
+    let mut context = ToolContext::default();
+    context.workspace = toolbridge_tools::workspace_for(tools, &context.conversation);
+    context
 }

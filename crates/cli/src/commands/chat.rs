@@ -10,6 +10,7 @@ use toolbridge_agent::ToolContext;
 use toolbridge_protocol::types::Message;
 
 use crate::agent::approve::TerminalApprover;
+use crate::agent::mcp;
 use crate::agent::render::Renderer;
 use crate::agent::setup::{self, AgentArgs};
 use crate::config;
@@ -32,19 +33,24 @@ fn history_file() -> Option<std::path::PathBuf> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let loaded = config::load(args.agent.config.as_deref())?;
+    let tools_config = loaded.config.tools.clone();
     let section = &loaded.config.agent;
-    let setup = setup::build(
-        section,
-        &args.agent,
-        &loaded.config.models,
-        setup::toolbox(section),
-    )?;
-    let agent = setup.agent.with_approver(Arc::new(TerminalApprover));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    let mcp = mcp::start(&runtime, &loaded.config.mcp_servers, &args.agent.mcp)?;
+    let mut toolbox = setup::toolbox(section, &loaded.config.tools)?;
+    mcp::add_to(&mut toolbox, &mcp);
+    let setup = setup::build(
+        section,
+        &args.agent,
+        &loaded.config.models,
+        toolbox,
+        setup::memories(&loaded.config.tools, &ToolContext::default().user),
+    )?;
+    let agent = setup.agent.with_approver(Arc::new(TerminalApprover));
     let mut editor = rustyline::DefaultEditor::new().context("starting the line editor")?;
     let history = history_file();
     if let Some(h) = &history {
@@ -60,7 +66,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Ok(line) => line,
             Err(ReadlineError::Interrupted) => continue,
             Err(ReadlineError::Eof) => break,
-            Err(e) => return Err(e).context("reading input"),
+            Err(e) => {
+                mcp::shutdown(&runtime, &mcp);
+                return Err(e).context("reading input");
+            }
         };
         let line = line.trim().to_owned();
         if line.is_empty() {
@@ -98,7 +107,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         conversation.push(Message::user(line));
         let state = runtime.block_on(async {
-            let context = ToolContext::default();
+            let context = setup::context(&tools_config);
             let cancel = context.cancel.clone();
             let watcher = tokio::spawn(async move {
                 if tokio::signal::ctrl_c().await.is_ok() {
@@ -121,5 +130,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         let _ = editor.save_history(h);
     }
+    mcp::shutdown(&runtime, &mcp);
     Ok(ExitCode::SUCCESS)
 }

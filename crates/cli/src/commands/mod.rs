@@ -1,4 +1,7 @@
 pub mod chat;
+pub mod memory;
+pub mod model;
+pub mod net;
 pub mod parse;
 pub mod prompt;
 pub mod run;

@@ -11,6 +11,7 @@ use toolbridge_agent::ToolContext;
 use toolbridge_protocol::types::Message;
 
 use crate::agent::approve::TerminalApprover;
+use crate::agent::mcp;
 use crate::agent::render::{exit_code, Renderer};
 use crate::agent::setup::{self, AgentArgs};
 use crate::config;
@@ -46,25 +47,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.prompt.clone()
     };
     let loaded = config::load(args.agent.config.as_deref())?;
+    let tools_config = loaded.config.tools.clone();
     let section = &loaded.config.agent;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let mcp = mcp::start(&runtime, &loaded.config.mcp_servers, &args.agent.mcp)?;
+    let mut toolbox = setup::toolbox(section, &loaded.config.tools)?;
+    mcp::add_to(&mut toolbox, &mcp);
     let setup = setup::build(
         section,
         &args.agent,
         &loaded.config.models,
-        setup::toolbox(section),
+        toolbox,
+        setup::memories(&loaded.config.tools, &ToolContext::default().user),
     )?;
     let agent = if TerminalApprover::available() {
         setup.agent.with_approver(Arc::new(TerminalApprover))
     } else {
         setup.agent
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
     let state = runtime.block_on(async {
-        let context = ToolContext::default();
+        let context = setup::context(&tools_config);
         let cancel = context.cancel.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
@@ -78,6 +84,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         run.state()
     });
+    mcp::shutdown(&runtime, &mcp);
     if let Some(path) = &args.transcript {
         let json = serde_json::to_string_pretty(&state).context("encoding the transcript")?;
         std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use toolbridge_gateway::Gateway;
-use toolbridge_providers::config::{build_model, ProcessEnv};
+use toolbridge_providers::config::ProcessEnv;
 
 use crate::config;
 
@@ -38,13 +38,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(listen) = args.listen {
         server.listen = listen;
     }
-    let models = loaded
+    // SECURITY.md §1.6: no built-in tool of this process fetches from the gateway itself.
+    toolbridge_tools::net::register_own_listener(server.listen);
+    let mut models = loaded
         .config
         .models
         .iter()
-        .map(|m| build_model(m, &ProcessEnv))
+        .map(crate::commands::model::build_configured)
         .collect::<Result<Vec<_>, _>>()
         .context("cannot set up the configured models")?;
+    if models.is_empty() {
+        // No model configured: serve the embedded default (pulled on first use) as `embedded`.
+        match crate::commands::model::embedded_model("embedded", None) {
+            Ok(model) => {
+                eprintln!("toolbridge: no [[models]] configured; serving the embedded default model as `embedded`");
+                models.push(model);
+            }
+            Err(err) => eprintln!("toolbridge: no embedded default model: {err:#}"),
+        }
+    }
     match &loaded.path {
         Some(path) => eprintln!("toolbridge: configuration {}", path.display()),
         None => eprintln!(
@@ -56,8 +68,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "toolbridge: note: no [[models]] configured, so /v1/models is empty and every chat request gets 404"
         );
     }
+    let workers = server.worker_threads;
     let gateway = Gateway::new(server, models, &ProcessEnv)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if workers > 0 {
+        runtime.worker_threads(workers);
+    }
+    let runtime = runtime
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;

@@ -2,6 +2,9 @@
 
 use std::process::ExitCode;
 
+use anyhow::Context;
+
+use crate::agent::mcp;
 use crate::agent::setup::{self, AgentArgs};
 use crate::config;
 
@@ -32,24 +35,54 @@ fn build(args: &AgentArgs) -> anyhow::Result<setup::Setup> {
         section,
         args,
         &loaded.config.models,
-        setup::toolbox(section),
+        setup::toolbox(section, &loaded.config.tools)?,
     )
 }
 
 pub fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
-    let setup = build(&args.agent)?;
-    let specs = setup.agent.tool_specs();
+    let loaded = config::load(args.agent.config.as_deref())?;
+    let section = &loaded.config.agent;
+    // MCP servers are started to learn their tools, and stopped before printing.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let mcp = mcp::start(&runtime, &loaded.config.mcp_servers, &args.agent.mcp)?;
+    let mut toolbox = setup::toolbox(section, &loaded.config.tools)?;
+    mcp::add_to(&mut toolbox, &mcp);
+    let setup = setup::build_for_listing(section, &args.agent, &loaded.config.models, toolbox);
+    let specs = setup.as_ref().map(|s| s.agent.tool_specs());
+    let servers: Vec<Option<String>> = match &specs {
+        Ok(specs) => specs
+            .iter()
+            .map(|s| mcp.server_of(&s.name).map(str::to_owned))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    mcp::shutdown(&runtime, &mcp);
+    let specs = specs.map_err(|e| anyhow::anyhow!("{e:#}"))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&specs)?);
     } else if specs.is_empty() {
-        println!("(no tools: built-in tools arrive with their issues; skills appear here once configured)");
+        println!("(no tools: enable built-in tools with `enabled = [\"web_fetch\", …]` under [tools] in toolbridge.toml, add MCP servers with [[mcp_servers]] or --mcp; skills appear here once configured)");
     } else {
-        for spec in specs {
-            println!(
-                "{:<20} {}",
-                spec.name,
-                spec.description.lines().next().unwrap_or_default()
-            );
+        let width = specs
+            .iter()
+            .map(|s| s.name.len())
+            .max()
+            .unwrap_or(0)
+            .max(20);
+        let any_mcp = servers.iter().any(Option::is_some);
+        for (spec, server) in specs.iter().zip(servers) {
+            let summary = spec.description.lines().next().unwrap_or_default();
+            if any_mcp {
+                // The server column: `-` for built-in tools and skills.
+                let server = server.as_deref().unwrap_or("-");
+                println!("{:<width$} {:<12} {}", spec.name, server, summary);
+            } else {
+                println!("{:<width$} {}", spec.name, summary);
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

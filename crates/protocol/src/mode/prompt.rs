@@ -41,13 +41,20 @@ pub fn encode_prompt(request: &ChatRequest, options: &EncodeOptions) -> ChatRequ
     } else {
         merge_stop(&request.stop, options.tag.stop_sequence())
     };
+    // Field by field: `..request.clone()` would copy the whole history and tool set only to
+    // drop them again (this runs on every request of a prompt-mode arm).
     ChatRequest {
+        model: request.model.clone(),
         messages,
         tools: Vec::new(),
         tool_choice: None,
         parallel_tool_calls: None,
         stop,
-        ..request.clone()
+        max_tokens: request.max_tokens,
+        temperature: request.temperature,
+        top_p: request.top_p,
+        stream: request.stream,
+        extra: request.extra.clone(),
     }
 }
 

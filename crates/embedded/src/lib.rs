@@ -1,0 +1,30 @@
+//! # toolbridge-embedded
+//!
+//! A local GGUF model run in-process, as a toolbridge [`Upstream`](toolbridge_providers::Upstream):
+//! candle's quantized CPU kernels for the transformer ([`model`]), the tokenizer from the GGUF's
+//! metadata ([`tokenizer`]), the model's chat template ([`template`]), llguidance grammars for
+//! tool calls ([`grammar`]), and the upstream that ties them together ([`upstream`]). [`pull`]
+//! fetches the default model (SmolLM2-135M-Instruct) into the user cache folder.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use toolbridge_embedded::{EmbeddedConfig, EmbeddedUpstream, Engine, EngineOptions};
+//! let engine = toolbridge_embedded::engine::shared("model.gguf".as_ref(), &EngineOptions::default())?;
+//! let upstream = EmbeddedUpstream::new(engine, EmbeddedConfig::default());
+//! # let _: Arc<dyn toolbridge_providers::Upstream> = Arc::new(upstream);
+//! # Ok(()) }
+//! ```
+
+pub mod engine;
+pub mod error;
+pub mod grammar;
+pub mod model;
+pub mod pull;
+pub mod template;
+pub mod tokenizer;
+pub mod upstream;
+
+pub use engine::{Constraint, Engine, EngineOptions, Finish, Generation, Report, Sampling};
+pub use error::EmbeddedError;
+pub use upstream::{AutoStrategy, Decision, EmbeddedConfig, EmbeddedUpstream};

@@ -1,0 +1,289 @@
+//! The tokenizer, built from the GGUF's own metadata (`tokenizer.ggml.*`).
+//!
+//! GGUF files of the `gpt2` tokenizer family (SmolLM, Llama 3, Qwen, …) carry a byte-level BPE:
+//! the vocabulary, the merges and a type per token (normal, control, user-defined, byte). The
+//! pre-tokenizer is not stored as such, only named (`tokenizer.ggml.pre`), so it is chosen here from
+//! that name: SmolLM's is "each digit on its own, then GPT-2 byte-level without a prefix space".
+//! (candle's own GGUF helper ignores the name and uses plain GPT-2 settings, which splits digit runs
+//! wrongly for SmolLM.) The BPE itself is the `tokenizers` crate's.
+//!
+//! The same vocabulary also gives the byte strings that `toktrie` needs for constrained decoding:
+//! normal tokens map back through the byte-level alphabet; control tokens get toktrie's special
+//! marker byte so a grammar can never produce one by spelling it out.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use candle_core::quantized::gguf_file::{Content, Value};
+use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
+use tokenizers::models::bpe::BPE;
+use tokenizers::pre_tokenizers::byte_level::ByteLevel;
+use tokenizers::pre_tokenizers::digits::Digits;
+use tokenizers::pre_tokenizers::sequence::Sequence;
+use tokenizers::{AddedToken, PreTokenizerWrapper};
+use toktrie::{TokRxInfo, TokTrie, TokenId, TokenizerEnv};
+
+use crate::error::EmbeddedError;
+
+/// GGUF token types (llama.cpp's `llama_token_type`).
+const TYPE_CONTROL: i32 = 3;
+const TYPE_USER_DEFINED: i32 = 4;
+
+/// A GGUF model's tokenizer.
+pub struct Tokenizer {
+    inner: tokenizers::Tokenizer,
+    /// Every token's bytes (control tokens: their text).
+    bytes: Vec<Vec<u8>>,
+    special: Vec<bool>,
+    ids: HashMap<String, TokenId>,
+    pub bos: Option<TokenId>,
+    pub eos: TokenId,
+    /// Tokens that end a turn (`eos` and, when present, `<|im_end|>` / `<|eot_id|>` / `<|end|>`).
+    pub end_of_turn: Vec<TokenId>,
+    trie: Arc<TokTrie>,
+}
+
+fn md<'a>(content: &'a Content, key: &str) -> Result<&'a Value, EmbeddedError> {
+    content
+        .metadata
+        .get(key)
+        .ok_or_else(|| EmbeddedError::Format(format!("the GGUF has no `{key}`")))
+}
+
+fn md_u32(content: &Content, key: &str) -> Option<u32> {
+    content.metadata.get(key).and_then(|v| v.to_u32().ok())
+}
+
+fn strings(value: &Value, key: &str) -> Result<Vec<String>, EmbeddedError> {
+    let list = value
+        .to_vec()
+        .map_err(|_| EmbeddedError::Format(format!("`{key}` is not an array")))?;
+    list.iter()
+        .map(|v| {
+            v.to_string()
+                .cloned()
+                .map_err(|_| EmbeddedError::Format(format!("`{key}` holds a non-string")))
+        })
+        .collect()
+}
+
+/// GPT-2's byte-to-character alphabet: printable bytes stand for themselves, the others are
+/// shifted above U+0100.
+fn byte_alphabet() -> HashMap<char, u8> {
+    let mut printable: Vec<u32> = (u32::from(b'!')..=u32::from(b'~')).collect();
+    printable.extend(0xA1..=0xAC);
+    printable.extend(0xAE..=0xFF);
+    let mut map = HashMap::new();
+    let mut shifted = 0u32;
+    for b in 0u32..=255 {
+        let c = if printable.contains(&b) {
+            b
+        } else {
+            shifted += 1;
+            255 + shifted
+        };
+        if let (Some(c), Ok(b)) = (char::from_u32(c), u8::try_from(b)) {
+            map.insert(c, b);
+        }
+    }
+    map
+}
+
+impl Tokenizer {
+    /// Builds the tokenizer from a GGUF's metadata.
+    pub fn from_gguf(content: &Content) -> Result<Tokenizer, EmbeddedError> {
+        let model = md(content, "tokenizer.ggml.model")?
+            .to_string()
+            .map_err(|_| EmbeddedError::Format("tokenizer.ggml.model is not a string".into()))?;
+        if model != "gpt2" {
+            return Err(EmbeddedError::Unsupported(format!(
+                "tokenizer `{model}` (only byte-level BPE, `gpt2`, is supported)"
+            )));
+        }
+        let pre = content
+            .metadata
+            .get("tokenizer.ggml.pre")
+            .and_then(|v| v.to_string().ok())
+            .cloned()
+            .unwrap_or_default();
+        let tokens = strings(
+            md(content, "tokenizer.ggml.tokens")?,
+            "tokenizer.ggml.tokens",
+        )?;
+        let merges = strings(
+            md(content, "tokenizer.ggml.merges")?,
+            "tokenizer.ggml.merges",
+        )?;
+        let types: Vec<i32> = match content.metadata.get("tokenizer.ggml.token_type") {
+            Some(v) => v
+                .to_vec()
+                .map_err(|_| EmbeddedError::Format("token_type is not an array".into()))?
+                .iter()
+                .map(|t| t.to_i32().unwrap_or(1))
+                .collect(),
+            None => vec![1; tokens.len()],
+        };
+        let vocab: HashMap<String, u32> = tokens
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.clone(), i as u32))
+            .collect();
+        let merges: Vec<(String, String)> = merges
+            .iter()
+            .filter_map(|m| m.split_once(' '))
+            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+            .collect();
+        let bpe = BPE::builder()
+            .vocab_and_merges(
+                vocab
+                    .iter()
+                    .map(|(k, v)| (k.clone(), *v))
+                    .collect::<tokenizers::models::bpe::Vocab>(),
+                merges,
+            )
+            .build()
+            .map_err(|e| EmbeddedError::Format(format!("cannot build the BPE: {e}")))?;
+        let mut inner = tokenizers::Tokenizer::new(bpe);
+        let byte_level = ByteLevel::new(false, true, true);
+        // Which pre-tokenizers split digits one by one (llama.cpp's `LLAMA_VOCAB_PRE_TYPE_*`).
+        let pre_tokenizer: PreTokenizerWrapper = match pre.as_str() {
+            "smollm" | "starcoder" | "refact" | "codeshell" => Sequence::new(vec![
+                PreTokenizerWrapper::Digits(Digits::new(true)),
+                PreTokenizerWrapper::ByteLevel(byte_level),
+            ])
+            .into(),
+            _ => byte_level.into(),
+        };
+        inner.with_pre_tokenizer(Some(pre_tokenizer));
+        inner.with_decoder(Some(ByteLevelDecoder::default()));
+        let special_tokens: Vec<AddedToken> = tokens
+            .iter()
+            .zip(&types)
+            .filter(|(_, t)| **t == TYPE_CONTROL)
+            .map(|(s, _)| AddedToken::from(s.clone(), true))
+            .collect();
+        inner
+            .add_special_tokens(special_tokens)
+            .map_err(|e| EmbeddedError::Tokenizer(e.to_string()))?;
+        let user_tokens: Vec<AddedToken> = tokens
+            .iter()
+            .zip(&types)
+            .filter(|(_, t)| **t == TYPE_USER_DEFINED)
+            .map(|(s, _)| AddedToken::from(s.clone(), false))
+            .collect();
+        inner
+            .add_tokens(user_tokens)
+            .map_err(|e| EmbeddedError::Tokenizer(e.to_string()))?;
+
+        let alphabet = byte_alphabet();
+        let special: Vec<bool> = types.iter().map(|t| *t == TYPE_CONTROL).collect();
+        let bytes: Vec<Vec<u8>> = tokens
+            .iter()
+            .zip(&types)
+            .map(|(t, ty)| match *ty {
+                TYPE_CONTROL | TYPE_USER_DEFINED => t.as_bytes().to_vec(),
+                _ => t
+                    .chars()
+                    .map(|c| alphabet.get(&c).copied())
+                    .collect::<Option<Vec<u8>>>()
+                    .unwrap_or_else(|| t.as_bytes().to_vec()),
+            })
+            .collect();
+        let eos = md_u32(content, "tokenizer.ggml.eos_token_id").unwrap_or(0);
+        let bos = md_u32(content, "tokenizer.ggml.bos_token_id");
+        let mut end_of_turn = vec![eos];
+        for name in ["<|im_end|>", "<|eot_id|>", "<|end|>", "<|endoftext|>"] {
+            if let Some(&id) = vocab.get(name) {
+                if !end_of_turn.contains(&id) {
+                    end_of_turn.push(id);
+                }
+            }
+        }
+        let trie_words: Vec<Vec<u8>> = bytes
+            .iter()
+            .zip(&special)
+            .map(|(b, s)| {
+                if *s {
+                    let mut w = vec![TokTrie::SPECIAL_TOKEN_MARKER];
+                    w.extend_from_slice(b);
+                    w
+                } else {
+                    b.clone()
+                }
+            })
+            .collect();
+        let info = TokRxInfo::new(tokens.len() as u32, eos);
+        let trie = TokTrie::from(&info, &trie_words).with_eos_tokens(&end_of_turn);
+        Ok(Tokenizer {
+            inner,
+            bytes,
+            special,
+            ids: vocab,
+            bos,
+            eos,
+            end_of_turn,
+            trie: Arc::new(trie),
+        })
+    }
+
+    pub fn vocab_size(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Encodes text; control tokens written in it (`<|im_start|>`) become those tokens.
+    pub fn encode(&self, text: &str) -> Result<Vec<TokenId>, EmbeddedError> {
+        self.inner
+            .encode_fast(text, false)
+            .map(|e| e.get_ids().to_vec())
+            .map_err(|e| EmbeddedError::Tokenizer(e.to_string()))
+    }
+
+    /// The id of a token written out in full (`<|im_end|>`).
+    pub fn token_id(&self, token: &str) -> Option<TokenId> {
+        self.ids.get(token).copied()
+    }
+
+    /// A token's bytes (a control token: empty, it is never shown).
+    pub fn token_bytes(&self, id: TokenId) -> &[u8] {
+        match self.special.get(id as usize) {
+            Some(false) => self.bytes.get(id as usize).map_or(&[], |b| b.as_slice()),
+            _ => &[],
+        }
+    }
+
+    pub fn is_special(&self, id: TokenId) -> bool {
+        self.special.get(id as usize).copied().unwrap_or(false)
+    }
+
+    /// Decodes tokens to text (control tokens are left out).
+    pub fn decode(&self, ids: &[TokenId]) -> String {
+        let bytes: Vec<u8> = ids
+            .iter()
+            .flat_map(|&id| self.token_bytes(id).iter().copied())
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    pub fn trie(&self) -> &TokTrie {
+        &self.trie
+    }
+}
+
+/// The tokenizer as llguidance sees it.
+pub struct TokEnvAdapter(pub Arc<Tokenizer>);
+
+impl TokenizerEnv for TokEnvAdapter {
+    fn tok_trie(&self) -> &TokTrie {
+        &self.0.trie
+    }
+
+    fn tokenize_bytes(&self, s: &[u8]) -> Vec<TokenId> {
+        match std::str::from_utf8(s) {
+            Ok(text) => match self.0.encode(text) {
+                Ok(ids) => ids,
+                Err(_) => self.0.trie.greedy_tokenize(s),
+            },
+            Err(_) => self.0.trie.greedy_tokenize(s),
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! The embedded model as an [`Upstream`]: it takes tools natively, renders the prompt itself
+//! (prompt mode's re-encoded history and the seed preamble, byte for byte, in the chat template),
+//! constrains decoding for the tool choice, parses its own output with the protocol parser and
+//! yields native tool-call deltas — so an arm over it is native and nothing is parsed twice.
+//!
+//! Tool choice:
+//! - `required` or a named tool: the output is forced by a grammar to be one
+//!   `<tool_call>{"name": …, "arguments": …}</tool_call>` matching the tools' schemas.
+//! - `auto` (or none given, with tools): [`AutoStrategy`].
+//! - `none`: free decoding without the tools in the prompt.
+//!
+//! Generation runs on a dedicated thread and streams back through a channel; dropping the stream
+//! stops it at the next token.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+use toolbridge_protocol::accumulator::{FunctionDelta, ToolCallDelta};
+use toolbridge_protocol::mode::{encode_prompt, offered_tools, EncodeOptions};
+use toolbridge_protocol::parser::{ParseError, Parser, ParserConfig, Sink};
+use toolbridge_protocol::texts::CallTag;
+use toolbridge_protocol::types::{ChatRequest, FinishReason, Message, ToolChoice, ToolSpec, Usage};
+use toolbridge_providers::{ProviderError, Upstream, WireEvent, WireStream};
+
+use crate::engine::{Constraint, Engine, Finish, Generation, Report, Sampling};
+use crate::error::EmbeddedError;
+use crate::grammar;
+use crate::template::TemplateMessage;
+
+/// How `auto` decides between answering and calling.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AutoStrategy {
+    /// Free decoding with the tools in the prompt; a `<tool_call>` the model writes is parsed.
+    /// (A 135M model almost never starts one on its own.)
+    Free,
+    /// After a user message, call (grammar-forced); after a tool result, answer in text. Small
+    /// models do well with this for one-tool tasks.
+    #[default]
+    CallThenAnswer,
+    /// After a user message, score `<tool_call>` against the model's own first token and force a
+    /// call when it is within `margin` nats; after a tool result, answer.
+    Gate { margin: f32 },
+}
+
+/// Settings of the embedded upstream.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EmbeddedConfig {
+    pub name: String,
+    /// Default temperature when the request gives none (0 = greedy).
+    pub temperature: f32,
+    pub top_p: f32,
+    pub seed: u64,
+    /// Token limit when the request gives none.
+    pub max_tokens: usize,
+    pub auto: AutoStrategy,
+}
+
+impl Default for EmbeddedConfig {
+    fn default() -> Self {
+        EmbeddedConfig {
+            name: "embedded".into(),
+            temperature: 0.0,
+            top_p: 1.0,
+            seed: 0,
+            max_tokens: 512,
+            auto: AutoStrategy::default(),
+        }
+    }
+}
+
+/// The upstream.
+#[derive(Clone)]
+pub struct EmbeddedUpstream {
+    engine: Arc<Engine>,
+    config: EmbeddedConfig,
+}
+
+/// What a request turns into: the prompt and how to decode.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub generation: Generation,
+    /// The tool names the output may call (empty: text only).
+    pub tools: Vec<String>,
+}
+
+/// Which way `auto` went, for reports and tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Text,
+    Call,
+}
+
+fn grammar_for(tools: &[&ToolSpec], engine: &Engine) -> Result<String, EmbeddedError> {
+    let strict = grammar::forced_call(tools, false);
+    match engine.matcher(&strict) {
+        Ok(_) => Ok(strict),
+        Err(e) => {
+            tracing::warn!(error = %e, "a tool schema does not compile strictly; using lenient JSON");
+            let lenient = grammar::forced_call(tools, true);
+            engine.matcher(&lenient)?;
+            Ok(lenient)
+        }
+    }
+}
+
+impl EmbeddedUpstream {
+    pub fn new(engine: Arc<Engine>, config: EmbeddedConfig) -> Self {
+        EmbeddedUpstream { engine, config }
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// The rendered prompt of a request: prompt mode's encoding (the history re-encoded as text
+    /// and the seed preamble appended to the system prompt) in the model's chat template.
+    pub fn render(&self, request: &ChatRequest) -> (String, Vec<String>) {
+        let encoded = encode_prompt(request, &EncodeOptions::default());
+        let messages: Vec<TemplateMessage> = encoded
+            .messages
+            .iter()
+            .map(|m| match m {
+                Message::System { content, .. } => TemplateMessage::new("system", content.text()),
+                Message::User { content, .. } => TemplateMessage::new("user", content.text()),
+                Message::Assistant { content, .. } => TemplateMessage::new(
+                    "assistant",
+                    content
+                        .as_ref()
+                        .map(|c| c.text().into_owned())
+                        .unwrap_or_default(),
+                ),
+                Message::Tool { content, .. } => TemplateMessage::new("user", content.text()),
+            })
+            .collect();
+        (self.engine.render(&messages), encoded.stop)
+    }
+
+    /// Decides how to decode a request.
+    pub fn plan(&self, request: &ChatRequest) -> Result<(Plan, Decision), EmbeddedError> {
+        let offered = offered_tools(&request.tools, request.tool_choice.as_ref());
+        let (prompt, stop) = self.render(request);
+        let sampling = Sampling {
+            temperature: request
+                .temperature
+                .map(|t| t as f32)
+                .unwrap_or(self.config.temperature),
+            top_p: request.top_p.map(|t| t as f32).unwrap_or(self.config.top_p),
+            seed: request
+                .extra
+                .get("seed")
+                .and_then(|s| s.as_u64())
+                .unwrap_or(self.config.seed),
+            ..Sampling::default()
+        };
+        let max_tokens = request
+            .max_tokens
+            .map(|n| n as usize)
+            .unwrap_or(self.config.max_tokens);
+        let names: Vec<String> = offered.iter().map(|t| t.name.clone()).collect();
+        let forced = matches!(
+            request.tool_choice,
+            Some(ToolChoice::Required) | Some(ToolChoice::Named(_))
+        );
+        let decision = if offered.is_empty() {
+            Decision::Text
+        } else if forced {
+            Decision::Call
+        } else {
+            let after_tool = matches!(request.messages.last(), Some(Message::Tool { .. }));
+            match self.config.auto {
+                AutoStrategy::Free => Decision::Text,
+                AutoStrategy::CallThenAnswer if after_tool => Decision::Text,
+                AutoStrategy::CallThenAnswer => Decision::Call,
+                AutoStrategy::Gate { .. } if after_tool => Decision::Text,
+                AutoStrategy::Gate { margin } => {
+                    let open = format!("<{}>", CallTag::default().name());
+                    let (call, greedy) = self.engine.score(&prompt, &open)?;
+                    if call >= greedy - margin {
+                        Decision::Call
+                    } else {
+                        Decision::Text
+                    }
+                }
+            }
+        };
+        let generation = match decision {
+            Decision::Call => Generation {
+                prompt,
+                constraint: Constraint::Grammar(grammar_for(&offered, &self.engine)?),
+                // The grammar ends the call; the close tag is part of it, not a stop.
+                stop: request.stop.clone(),
+                max_tokens,
+                sampling,
+            },
+            // After a tool result a small model tends to echo the result's wrapper; its answer
+            // is kept free of markup (no `<`) so it answers in prose instead.
+            Decision::Text
+                if !offered.is_empty()
+                    && self.config.auto == AutoStrategy::CallThenAnswer
+                    && matches!(request.messages.last(), Some(Message::Tool { .. })) =>
+            {
+                Generation {
+                    prompt,
+                    constraint: Constraint::Grammar(grammar::PROSE.to_owned()),
+                    stop,
+                    max_tokens,
+                    sampling,
+                }
+            }
+            Decision::Text => Generation {
+                prompt,
+                constraint: Constraint::Free,
+                stop,
+                max_tokens,
+                sampling,
+            },
+        };
+        Ok((
+            Plan {
+                generation,
+                tools: names,
+            },
+            decision,
+        ))
+    }
+}
+
+/// Turns parser output into native wire events.
+struct WireSink<'a> {
+    out: &'a mut Vec<WireEvent>,
+}
+
+impl Sink for WireSink<'_> {
+    fn text(&mut self, text: &str) {
+        if !text.is_empty() {
+            self.out.push(WireEvent::Text(text.to_owned()));
+        }
+    }
+    fn reasoning(&mut self, text: &str) {
+        if !text.is_empty() {
+            self.out.push(WireEvent::Reasoning(text.to_owned()));
+        }
+    }
+    fn call_start(&mut self, index: usize, id: &str, name: &str) {
+        self.out.push(WireEvent::ToolCall(ToolCallDelta {
+            index: Some(index),
+            id: Some(id.to_owned()),
+            kind: Some("function".into()),
+            function: Some(FunctionDelta {
+                name: Some(name.to_owned()),
+                arguments: None,
+            }),
+        }));
+    }
+    fn call_args(&mut self, index: usize, fragment: &str) {
+        self.out.push(WireEvent::ToolCall(ToolCallDelta {
+            index: Some(index),
+            id: None,
+            kind: None,
+            function: Some(FunctionDelta {
+                name: None,
+                arguments: Some(fragment.to_owned()),
+            }),
+        }));
+    }
+    fn call_end(&mut self, _index: usize) {}
+    fn error(&mut self, error: ParseError) {
+        // A block that did not give a call stays visible, as prompt mode shows it.
+        if !error.raw.is_empty() {
+            self.out.push(WireEvent::Text(error.raw));
+        }
+    }
+}
+
+fn next_response_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Runs a plan on the current thread, sending events until the receiver goes away.
+pub fn run_plan(
+    engine: &Engine,
+    plan: &Plan,
+    tx: &mpsc::Sender<Result<WireEvent, ProviderError>>,
+) -> Result<Report, EmbeddedError> {
+    let mut parser = (!plan.tools.is_empty()).then(|| {
+        Parser::new(ParserConfig {
+            tools: Some(plan.tools.clone()),
+            // Unique per response, so call ids never repeat within a conversation.
+            id_prefix: format!("call_embedded_{}_", next_response_id()),
+            ..ParserConfig::default()
+        })
+    });
+    let mut events = Vec::new();
+    let mut calls = 0usize;
+    let mut on_text = |text: &str| -> bool {
+        match parser.as_mut() {
+            Some(p) => {
+                p.push(text, &mut WireSink { out: &mut events });
+                calls = p.calls_emitted();
+            }
+            None => events.push(WireEvent::Text(text.to_owned())),
+        }
+        events.drain(..).all(|e| tx.blocking_send(Ok(e)).is_ok())
+    };
+    let report = engine.generate(&plan.generation, &mut on_text)?;
+    if let Some(p) = parser.as_mut() {
+        p.finish(&mut WireSink { out: &mut events });
+        calls = p.calls_emitted();
+    }
+    let reason = match report.finish {
+        _ if calls > 0 => FinishReason::ToolCalls,
+        Finish::Length => FinishReason::Length,
+        _ => FinishReason::Stop,
+    };
+    let usage = Usage {
+        prompt_tokens: report.prompt_tokens as u64,
+        completion_tokens: report.generated_tokens as u64,
+        total_tokens: (report.prompt_tokens + report.generated_tokens) as u64,
+    };
+    for e in events
+        .drain(..)
+        .chain([WireEvent::Usage(usage), WireEvent::Finish(reason)])
+    {
+        if tx.blocking_send(Ok(e)).is_err() {
+            break;
+        }
+    }
+    Ok(report)
+}
+
+impl Upstream for EmbeddedUpstream {
+    fn describe(&self) -> String {
+        self.config.name.clone()
+    }
+
+    fn native_tools(&self) -> bool {
+        true
+    }
+
+    fn send(&self, request: ChatRequest) -> WireStream {
+        let this = self.clone();
+        let (tx, rx) = mpsc::channel::<Result<WireEvent, ProviderError>>(64);
+        let mut started = false;
+        let mut pending = Some((this, request, tx));
+        let mut rx = rx;
+        Box::pin(
+            futures::stream::poll_fn(move |cx| {
+                // Nothing happens until the stream is polled.
+                if !started {
+                    started = true;
+                    if let Some((this, request, tx)) = pending.take() {
+                        let spawned = std::thread::Builder::new()
+                            .name("toolbridge-embedded".into())
+                            .spawn(move || {
+                                let result = this
+                                    .plan(&request)
+                                    .and_then(|(plan, _)| run_plan(&this.engine, &plan, &tx));
+                                if let Err(e) = result {
+                                    let _ = tx.blocking_send(Err(e.into()));
+                                }
+                            });
+                        if let Err(e) = spawned {
+                            return std::task::Poll::Ready(Some(Err(ProviderError::BadResponse(
+                                format!("cannot start the inference thread: {e}"),
+                            ))));
+                        }
+                    }
+                }
+                rx.poll_recv(cx)
+            })
+            .fuse(),
+        )
+    }
+}

@@ -1,0 +1,194 @@
+//! A tiny llama GGUF with random weights and a small byte-level BPE vocabulary, written in memory.
+
+#![allow(dead_code)]
+
+use std::io::Cursor;
+
+use candle_core::quantized::gguf_file::{self, Value};
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::{Device, Tensor};
+use toolbridge_embedded::Engine;
+
+/// SmolLM2's template (ChatML with a default system prompt).
+pub const TEMPLATE: &str = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a tiny test model.<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+/// GPT-2's byte alphabet, in byte order.
+pub fn byte_chars() -> Vec<char> {
+    let mut printable: Vec<u32> = (33..=126).collect();
+    printable.extend(0xA1..=0xAC);
+    printable.extend(0xAE..=0xFF);
+    let mut shifted = 0;
+    (0u32..=255)
+        .map(|b| {
+            let c = if printable.contains(&b) {
+                b
+            } else {
+                shifted += 1;
+                255 + shifted
+            };
+            char::from_u32(c).unwrap()
+        })
+        .collect()
+}
+
+/// Merges (in the byte-level alphabet: `Ġ` is a space).
+pub const MERGES: &[(&str, &str)] = &[
+    ("t", "o"),
+    ("o", "l"),
+    ("to", "ol"),
+    ("_", "c"),
+    ("a", "l"),
+    ("al", "l"),
+    ("1", "2"),
+    ("\"", ":"),
+    ("Ġ", "\""),
+    ("n", "a"),
+    ("na", "m"),
+    ("nam", "e"),
+    ("P", "a"),
+    ("Pa", "r"),
+    ("Par", "i"),
+    ("Pari", "s"),
+    ("h", "e"),
+    ("l", "l"),
+    ("he", "ll"),
+    ("hell", "o"),
+];
+
+pub const SPECIAL: &[&str] = &["<|endoftext|>", "<|im_start|>", "<|im_end|>"];
+
+/// The vocabulary: the specials, the 256 byte tokens, then one token per merge.
+pub fn vocab() -> (Vec<String>, Vec<i32>) {
+    let mut tokens: Vec<String> = SPECIAL.iter().map(|s| s.to_string()).collect();
+    let mut types = vec![3; SPECIAL.len()];
+    for c in byte_chars() {
+        tokens.push(c.to_string());
+        types.push(1);
+    }
+    for (a, b) in MERGES {
+        tokens.push(format!("{a}{b}"));
+        types.push(1);
+    }
+    (tokens, types)
+}
+
+const N_EMBD: usize = 64;
+const N_HEAD: usize = 4;
+const N_KV: usize = 2;
+const N_FF: usize = 128;
+const N_LAYER: usize = 2;
+
+fn random(shape: (usize, usize), seed: u64, dtype: GgmlDType) -> QTensor {
+    // A small deterministic generator, so the model is the same on every run.
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let n = shape.0 * shape.1;
+    let values: Vec<f32> = (0..n)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 33) as f32 / (1u64 << 31) as f32 - 0.5) * 0.5
+        })
+        .collect();
+    let t = Tensor::from_vec(values, shape, &Device::Cpu).unwrap();
+    QTensor::quantize(&t, dtype).unwrap()
+}
+
+fn ones(n: usize) -> QTensor {
+    let t = Tensor::ones(n, candle_core::DType::F32, &Device::Cpu).unwrap();
+    QTensor::quantize(&t, GgmlDType::F32).unwrap()
+}
+
+/// Writes the tiny model; returns the GGUF bytes.
+pub fn tiny_gguf() -> Vec<u8> {
+    let (tokens, types) = vocab();
+    let n_vocab = tokens.len();
+    let merges: Vec<Value> = MERGES
+        .iter()
+        .map(|(a, b)| Value::String(format!("{a} {b}")))
+        .collect();
+    let md: Vec<(&str, Value)> = vec![
+        ("general.architecture", Value::String("llama".into())),
+        ("llama.block_count", Value::U32(N_LAYER as u32)),
+        ("llama.embedding_length", Value::U32(N_EMBD as u32)),
+        ("llama.feed_forward_length", Value::U32(N_FF as u32)),
+        ("llama.attention.head_count", Value::U32(N_HEAD as u32)),
+        ("llama.attention.head_count_kv", Value::U32(N_KV as u32)),
+        (
+            "llama.rope.dimension_count",
+            Value::U32((N_EMBD / N_HEAD) as u32),
+        ),
+        ("llama.context_length", Value::U32(2048)),
+        ("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5)),
+        ("llama.rope.freq_base", Value::F32(10000.0)),
+        ("tokenizer.ggml.model", Value::String("gpt2".into())),
+        ("tokenizer.ggml.pre", Value::String("smollm".into())),
+        (
+            "tokenizer.ggml.tokens",
+            Value::Array(tokens.iter().map(|t| Value::String(t.clone())).collect()),
+        ),
+        (
+            "tokenizer.ggml.token_type",
+            Value::Array(types.iter().map(|t| Value::I32(*t)).collect()),
+        ),
+        ("tokenizer.ggml.merges", Value::Array(merges)),
+        ("tokenizer.ggml.bos_token_id", Value::U32(1)),
+        ("tokenizer.ggml.eos_token_id", Value::U32(2)),
+        ("tokenizer.chat_template", Value::String(TEMPLATE.into())),
+    ];
+    let mut tensors: Vec<(String, QTensor)> = vec![
+        // Q4_1, like the default model: converted to Q8_0 at load.
+        (
+            "token_embd.weight".into(),
+            random((n_vocab, N_EMBD), 1, GgmlDType::Q4_1),
+        ),
+        ("output_norm.weight".into(), ones(N_EMBD)),
+    ];
+    let hd = N_EMBD / N_HEAD;
+    for l in 0..N_LAYER {
+        let s = 100 * (l as u64 + 1);
+        let p = format!("blk.{l}");
+        tensors.push((
+            format!("{p}.attn_q.weight"),
+            random((N_EMBD, N_EMBD), s + 1, GgmlDType::Q8_0),
+        ));
+        tensors.push((
+            format!("{p}.attn_k.weight"),
+            random((N_KV * hd, N_EMBD), s + 2, GgmlDType::Q4_1),
+        ));
+        tensors.push((
+            format!("{p}.attn_v.weight"),
+            random((N_KV * hd, N_EMBD), s + 3, GgmlDType::Q8_0),
+        ));
+        tensors.push((
+            format!("{p}.attn_output.weight"),
+            random((N_EMBD, N_EMBD), s + 4, GgmlDType::Q4_1),
+        ));
+        tensors.push((
+            format!("{p}.ffn_gate.weight"),
+            random((N_FF, N_EMBD), s + 5, GgmlDType::Q8_0),
+        ));
+        tensors.push((
+            format!("{p}.ffn_up.weight"),
+            random((N_FF, N_EMBD), s + 6, GgmlDType::Q8_0),
+        ));
+        tensors.push((
+            format!("{p}.ffn_down.weight"),
+            random((N_EMBD, N_FF), s + 7, GgmlDType::Q4_1),
+        ));
+        tensors.push((format!("{p}.attn_norm.weight"), ones(N_EMBD)));
+        tensors.push((format!("{p}.ffn_norm.weight"), ones(N_EMBD)));
+    }
+    let md_refs: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (*k, v)).collect();
+    let t_refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let mut out = Cursor::new(Vec::new());
+    gguf_file::write(&mut out, &md_refs, &t_refs).unwrap();
+    out.into_inner()
+}
+
+pub fn tiny_engine() -> Engine {
+    let bytes = tiny_gguf();
+    Engine::from_reader(&mut Cursor::new(bytes)).unwrap()
+}

@@ -1,0 +1,364 @@
+//! The embedded provider on a tiny random-weight GGUF written by the test (no download).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+use toolbridge_embedded::engine::{Constraint, Finish, Generation, Sampling};
+use toolbridge_embedded::template::{chatml, TemplateMessage};
+use toolbridge_embedded::{AutoStrategy, Decision, EmbeddedConfig, EmbeddedUpstream};
+use toolbridge_protocol::mode::ToolMode;
+use toolbridge_protocol::parser::{parse, ParserConfig};
+use toolbridge_protocol::types::{ChatRequest, Message, ToolChoice, ToolSpec};
+use toolbridge_providers::{Model, Upstream, WireEvent};
+
+fn weather_tool() -> ToolSpec {
+    ToolSpec::new(
+        "get_weather",
+        "Weather for a city.",
+        json!({
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "enum": ["Paris", "Rome", "Oslo"]},
+                "days": {"type": "integer", "minimum": 1, "maximum": 7}
+            },
+            "required": ["city", "days"]
+        }),
+    )
+}
+
+fn time_tool() -> ToolSpec {
+    ToolSpec::new(
+        "get_time",
+        "The time in a zone.",
+        json!({
+            "type": "object",
+            "properties": {"zone": {"type": "string", "enum": ["UTC", "CET"]}},
+            "required": ["zone"]
+        }),
+    )
+}
+
+#[test]
+fn loads_and_converts_q4_1() {
+    let engine = common::tiny_engine();
+    let w = engine.weights();
+    assert_eq!(w.hparams.architecture, "llama");
+    assert_eq!(w.hparams.n_layer, 2);
+    assert_eq!(w.hparams.n_kv_head, 2);
+    // token_embd + per layer attn_k, attn_output, ffn_down.
+    assert_eq!(w.requantized, 1 + 2 * 3);
+    assert_eq!(engine.tokenizer().vocab_size(), common::vocab().0.len());
+    assert!(engine.template().is_native());
+}
+
+#[test]
+fn tokenizer_round_trips() {
+    let engine = common::tiny_engine();
+    let tok = engine.tokenizer();
+    for text in [
+        "hello world",
+        "tool_call 2024-12-31: 1234567890",
+        "Paris \"name\": é à ü — 漢字 🦀",
+        "  leading spaces\n\ttabs\r\n",
+        "",
+    ] {
+        let ids = tok.encode(text).unwrap();
+        assert_eq!(tok.decode(&ids), text, "{ids:?}");
+    }
+    // Merges apply: "hello" is one token, "tool" one token.
+    assert_eq!(tok.encode("hello").unwrap().len(), 1);
+    assert_eq!(tok.encode("tool").unwrap().len(), 1);
+    // Digits are split one by one even though "12" is a merge (SmolLM's pre-tokenizer).
+    assert_eq!(tok.encode("12").unwrap().len(), 2);
+    assert_eq!(tok.encode("2024").unwrap().len(), 4);
+    // Control tokens written out become the control token and are never shown.
+    let ids = tok.encode("<|im_start|>user\nhi<|im_end|>").unwrap();
+    assert_eq!(ids[0], tok.token_id("<|im_start|>").unwrap());
+    assert_eq!(*ids.last().unwrap(), tok.token_id("<|im_end|>").unwrap());
+    assert_eq!(tok.decode(&ids), "user\nhi");
+    assert!(tok
+        .end_of_turn
+        .contains(&tok.token_id("<|im_end|>").unwrap()));
+}
+
+#[test]
+fn chat_template_renders_like_chatml() {
+    let engine = common::tiny_engine();
+    let messages = vec![
+        TemplateMessage::new("system", "Be brief."),
+        TemplateMessage::new("user", "Hi"),
+        TemplateMessage::new("assistant", "Hello."),
+        TemplateMessage::new("user", "Bye"),
+    ];
+    let text = engine.render(&messages);
+    assert_eq!(
+        text,
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n"
+    );
+    assert_eq!(text, chatml(&messages));
+    // The template's own default system prompt when none is given.
+    let text = engine.render(&[TemplateMessage::new("user", "Hi")]);
+    assert!(text.starts_with("<|im_start|>system\nYou are a tiny test model.<|im_end|>\n"));
+}
+
+fn request(tools: Vec<ToolSpec>, choice: Option<ToolChoice>, seed: u64) -> ChatRequest {
+    let mut r = ChatRequest {
+        messages: vec![
+            Message::system("You are a test."),
+            Message::user("Weather in Paris for two days?"),
+        ],
+        tools,
+        tool_choice: choice,
+        temperature: Some(1.0),
+        max_tokens: Some(200),
+        ..ChatRequest::default()
+    };
+    r.extra.insert("seed".into(), json!(seed));
+    r
+}
+
+async fn collect(up: &EmbeddedUpstream, req: ChatRequest) -> Vec<WireEvent> {
+    up.send(req).map(|e| e.unwrap()).collect().await
+}
+
+#[tokio::test]
+async fn forced_calls_parse_and_match_the_schema_for_every_seed() {
+    let engine = Arc::new(common::tiny_engine());
+    let up = EmbeddedUpstream::new(Arc::clone(&engine), EmbeddedConfig::default());
+    let tools = vec![weather_tool(), time_tool()];
+    let validators: Vec<(String, jsonschema::Validator)> = tools
+        .iter()
+        .map(|t| {
+            (
+                t.name.clone(),
+                jsonschema::validator_for(t.parameters.as_ref().unwrap()).unwrap(),
+            )
+        })
+        .collect();
+    for seed in 0..12 {
+        for choice in [ToolChoice::Required, ToolChoice::Named("get_time".into())] {
+            // The raw text is a valid prompt-mode call block …
+            let (plan, decision) = up
+                .plan(&request(tools.clone(), Some(choice.clone()), seed))
+                .unwrap();
+            assert_eq!(decision, Decision::Call);
+            let mut raw = String::new();
+            let report = engine
+                .generate(&plan.generation, &mut |t| {
+                    raw.push_str(t);
+                    true
+                })
+                .unwrap();
+            assert_eq!(report.finish, Finish::EndOfTurn, "seed {seed}: {raw}");
+            let parsed = parse(&raw, &ParserConfig::with_tools(["get_weather", "get_time"]));
+            assert_eq!(parsed.calls.len(), 1, "seed {seed}: {raw}");
+            assert!(parsed.errors.is_empty(), "seed {seed}: {raw}");
+            assert!(raw.starts_with("<tool_call>{\"name\": \""), "{raw}");
+            // … and the upstream hands it out as a native call.
+            let events = collect(&up, request(tools.clone(), Some(choice.clone()), seed)).await;
+            let mut name = String::new();
+            let mut args = String::new();
+            for e in &events {
+                if let WireEvent::ToolCall(d) = e {
+                    let f = d.function.as_ref().unwrap();
+                    name.push_str(f.name.as_deref().unwrap_or(""));
+                    args.push_str(f.arguments.as_deref().unwrap_or(""));
+                }
+            }
+            assert!(
+                !events
+                    .iter()
+                    .any(|e| matches!(e, WireEvent::Text(t) if !t.trim().is_empty())),
+                "{events:?}"
+            );
+            if let ToolChoice::Named(n) = &choice {
+                assert_eq!(&name, n);
+            }
+            let value: Value = serde_json::from_str(&args).unwrap();
+            let (_, validator) = validators.iter().find(|(n, _)| *n == name).unwrap();
+            assert!(validator.is_valid(&value), "seed {seed}: {name} {value}");
+            assert_eq!(
+                events.last(),
+                Some(&WireEvent::Finish(
+                    toolbridge_protocol::types::FinishReason::ToolCalls
+                ))
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_model_is_a_native_arm_and_auto_follows_the_strategy() {
+    let engine = Arc::new(common::tiny_engine());
+    let up = Arc::new(EmbeddedUpstream::new(
+        Arc::clone(&engine),
+        EmbeddedConfig::default(),
+    ));
+    assert!(up.native_tools());
+    let model = Model::single(up.clone(), ToolMode::Auto);
+    assert_eq!(model.arms[0].resolved_mode(), ToolMode::Native);
+    // CallThenAnswer: a user turn gets a call …
+    let response = model
+        .complete(request(vec![weather_tool()], None, 3))
+        .await
+        .unwrap();
+    assert_eq!(response.calls.len(), 1, "{response:?}");
+    assert_eq!(response.calls[0].name, "get_weather");
+    // … and after the tool result the model answers in text.
+    let mut req = request(vec![weather_tool()], None, 3);
+    req.messages
+        .push(Message::assistant_calls(None, response.calls.clone()));
+    req.messages.push(Message::Tool {
+        tool_call_id: response.calls[0].id.clone(),
+        content: toolbridge_protocol::types::Content::Text("Sunny, 21 C".into()),
+        name: Some("get_weather".into()),
+        is_error: false,
+    });
+    let (_, decision) = up.plan(&req).unwrap();
+    assert_eq!(decision, Decision::Text);
+    // The rendered history holds the call block and the seed's tool-result wrapper.
+    let (prompt, _) = up.render(&req);
+    assert!(prompt.contains("<tool_call>{\"name\": \"get_weather\", \"arguments\": "));
+    assert!(prompt.contains("<tool_result name=\"get_weather\">"));
+    // With `none` nothing about tools is in the prompt.
+    let none = request(vec![weather_tool()], Some(ToolChoice::None), 0);
+    let (prompt, _) = up.render(&none);
+    assert!(!prompt.contains("get_weather"));
+    let (_, decision) = up.plan(&none).unwrap();
+    assert_eq!(decision, Decision::Text);
+    // Free: auto decodes freely.
+    let free = EmbeddedUpstream::new(
+        engine,
+        EmbeddedConfig {
+            auto: AutoStrategy::Free,
+            ..EmbeddedConfig::default()
+        },
+    );
+    let (_, decision) = free.plan(&request(vec![weather_tool()], None, 0)).unwrap();
+    assert_eq!(decision, Decision::Text);
+}
+
+#[test]
+fn stop_strings_end_the_output() {
+    let engine = common::tiny_engine();
+    let generation = Generation {
+        prompt: engine.render(&[TemplateMessage::new("user", "hi")]),
+        constraint: Constraint::Grammar("start: \"hello STOP world\"".into()),
+        stop: vec!["STOP".into()],
+        max_tokens: 50,
+        sampling: Sampling::default(),
+    };
+    let mut text = String::new();
+    let report = engine
+        .generate(&generation, &mut |t| {
+            text.push_str(t);
+            true
+        })
+        .unwrap();
+    assert_eq!(text, "hello ");
+    assert_eq!(report.finish, Finish::StopString);
+    // Without the stop string the whole grammar is produced.
+    let mut text = String::new();
+    let report = engine
+        .generate(
+            &Generation {
+                stop: Vec::new(),
+                ..generation
+            },
+            &mut |t| {
+                text.push_str(t);
+                true
+            },
+        )
+        .unwrap();
+    assert_eq!(text, "hello STOP world");
+    assert_eq!(report.finish, Finish::EndOfTurn);
+}
+
+#[test]
+fn the_kv_cache_is_reused_across_rounds() {
+    let engine = common::tiny_engine();
+    let mut messages = vec![
+        TemplateMessage::new("system", "You are a test."),
+        TemplateMessage::new("user", "hello Paris"),
+    ];
+    let greedy = |prompt: String| Generation {
+        prompt,
+        constraint: Constraint::Free,
+        stop: Vec::new(),
+        max_tokens: 8,
+        sampling: Sampling::default(),
+    };
+    let first_prompt = engine.render(&messages);
+    let n1 = engine.tokenizer().encode(&first_prompt).unwrap().len();
+    let r1 = engine
+        .generate(&greedy(first_prompt), &mut |_| true)
+        .unwrap();
+    assert_eq!(r1.reused_tokens, 0);
+    assert_eq!(r1.fed_tokens, n1);
+    // Round two: the first prompt is a prefix of the second.
+    messages.push(TemplateMessage::new("assistant", "hello"));
+    messages.push(TemplateMessage::new("user", "tool 12"));
+    let second_prompt = engine.render(&messages);
+    let n2 = engine.tokenizer().encode(&second_prompt).unwrap().len();
+    let mut with_cache = String::new();
+    let r2 = engine
+        .generate(&greedy(second_prompt.clone()), &mut |t| {
+            with_cache.push_str(t);
+            true
+        })
+        .unwrap();
+    assert!(r2.reused_tokens >= n1, "{} < {n1}", r2.reused_tokens);
+    assert_eq!(r2.fed_tokens, n2 - r2.reused_tokens);
+    assert!(r2.fed_tokens < n2 - n1 + 8, "only the new suffix is fed");
+    // The same request from a cold cache gives the same greedy output.
+    engine.reset();
+    let mut cold = String::new();
+    let r3 = engine
+        .generate(&greedy(second_prompt), &mut |t| {
+            cold.push_str(t);
+            true
+        })
+        .unwrap();
+    assert_eq!(r3.fed_tokens, n2);
+    assert_eq!(r3.tokens, r2.tokens);
+    assert_eq!(cold, with_cache);
+}
+
+#[tokio::test]
+async fn dropping_the_stream_stops_generation() {
+    let engine = Arc::new(common::tiny_engine());
+    let up = EmbeddedUpstream::new(Arc::clone(&engine), EmbeddedConfig::default());
+    let mut req = request(Vec::new(), None, 1);
+    req.max_tokens = Some(100_000);
+    let mut stream = up.send(req);
+    let first = stream.next().await;
+    assert!(matches!(first, Some(Ok(WireEvent::Text(_)))), "{first:?}");
+    drop(stream);
+    // The engine becomes free again (the generation thread saw the closed channel).
+    let start = std::time::Instant::now();
+    loop {
+        if let Ok(()) = engine
+            .generate(
+                &Generation {
+                    prompt: "hi".into(),
+                    constraint: Constraint::Free,
+                    stop: Vec::new(),
+                    max_tokens: 1,
+                    sampling: Sampling::default(),
+                },
+                &mut |_| true,
+            )
+            .map(|_| ())
+        {
+            break;
+        }
+        assert!(start.elapsed().as_secs() < 30);
+    }
+    assert!(engine.cached_tokens() < 2000);
+}

@@ -1,0 +1,168 @@
+//! The `[server]` table of `toolbridge.toml`: where the gateway listens and every limit it
+//! enforces. Every field has a default (SECURITY.md §4), so an empty table is a safe server.
+//!
+//! ```toml
+//! [server]
+//! listen = "127.0.0.1:8080"
+//! api_keys_env = "TOOLBRIDGE_API_KEYS"   # comma-separated keys; unset = no auth, loopback only
+//! rate_limit_per_minute = 600            # per key (per client IP without auth); 0 = off
+//! ```
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::GatewayError;
+
+/// The gateway's settings. Durations are seconds (fractions allowed), sizes are bytes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// The address to listen on. Without API keys only a loopback address is accepted.
+    pub listen: SocketAddr,
+    /// The environment variable holding the accepted bearer keys, comma-separated. When it is
+    /// unset or empty, requests need no key, and the gateway refuses to listen anywhere but on a
+    /// loopback address.
+    pub api_keys_env: String,
+    /// The largest request body; larger ones (chunked too) get 413.
+    pub body_limit: usize,
+    /// The deepest nesting of arrays and objects in a request body; deeper gets 400.
+    pub json_depth_limit: usize,
+    /// The largest request head (request line and headers); larger gets 431.
+    pub max_header_bytes: usize,
+    /// Open client connections at most; further clients wait in the listen backlog.
+    pub max_connections: usize,
+    /// A client must send its complete request head within this time after connecting (or
+    /// after the previous response on a kept-alive connection), else the connection is closed.
+    pub header_read_timeout_secs: f64,
+    /// A client must send its complete body within this time after the head (408 otherwise).
+    pub body_read_timeout_secs: f64,
+    /// A non-streaming request must be answered within this time (504 otherwise); a streaming
+    /// one must produce its first event within it.
+    pub request_timeout_secs: f64,
+    /// The longest silence between two events of a streamed response; then the stream ends
+    /// with an error event.
+    pub stream_idle_timeout_secs: f64,
+    /// Requests per minute per API key (per client IP when auth is off); 0 turns it off.
+    pub rate_limit_per_minute: u32,
+    /// How many requests may come at once before the per-minute rate applies.
+    pub rate_limit_burst: u32,
+    /// For non-streaming requests: how often a malformed tool call is re-asked with the retry
+    /// message before the visible text is returned as the answer.
+    pub malformed_retries: u32,
+    /// After a shutdown signal: how long in-flight requests may take to finish.
+    pub shutdown_grace_secs: f64,
+    /// Whether `GET /metrics` needs a key too (when keys are configured).
+    pub metrics_require_auth: bool,
+    /// Threads serving requests in `toolbridge serve`; 0 means one per CPU core. One thread
+    /// spends about a third less CPU per request at low load (no hand-offs between threads);
+    /// more threads are for loads beyond one core (several thousand requests a second).
+    pub worker_threads: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            api_keys_env: "TOOLBRIDGE_API_KEYS".to_owned(),
+            body_limit: 2 << 20,
+            json_depth_limit: 64,
+            max_header_bytes: 32 << 10,
+            max_connections: 1024,
+            header_read_timeout_secs: 5.0,
+            body_read_timeout_secs: 30.0,
+            request_timeout_secs: 300.0,
+            stream_idle_timeout_secs: 60.0,
+            rate_limit_per_minute: 600,
+            rate_limit_burst: 60,
+            malformed_retries: 2,
+            shutdown_grace_secs: 30.0,
+            metrics_require_auth: true,
+            worker_threads: 0,
+        }
+    }
+}
+
+/// The settings checked and converted for use.
+#[derive(Clone, Debug)]
+pub(crate) struct Limits {
+    pub body_limit: usize,
+    pub json_depth_limit: usize,
+    pub max_header_bytes: usize,
+    pub max_connections: usize,
+    pub header_read_timeout: Duration,
+    pub body_read_timeout: Duration,
+    pub request_timeout: Duration,
+    pub stream_idle_timeout: Duration,
+    pub malformed_retries: u32,
+    pub shutdown_grace: Duration,
+    pub metrics_require_auth: bool,
+}
+
+fn secs(value: f64, name: &str) -> Result<Duration, GatewayError> {
+    if value.is_finite() && value > 0.0 && value < 1e9 {
+        Ok(Duration::from_secs_f64(value))
+    } else {
+        Err(GatewayError::Config(format!(
+            "server.{name} must be a positive number of seconds, not {value}"
+        )))
+    }
+}
+
+fn at_least(value: usize, min: usize, name: &str) -> Result<usize, GatewayError> {
+    if value >= min {
+        Ok(value)
+    } else {
+        Err(GatewayError::Config(format!(
+            "server.{name} must be at least {min}, not {value}"
+        )))
+    }
+}
+
+impl ServerConfig {
+    pub(crate) fn limits(&self) -> Result<Limits, GatewayError> {
+        Ok(Limits {
+            body_limit: at_least(self.body_limit, 1024, "body_limit")?,
+            json_depth_limit: at_least(self.json_depth_limit, 2, "json_depth_limit")?,
+            // hyper's own floor for its read buffer.
+            max_header_bytes: at_least(self.max_header_bytes, 8192, "max_header_bytes")?,
+            max_connections: at_least(self.max_connections, 1, "max_connections")?,
+            header_read_timeout: secs(self.header_read_timeout_secs, "header_read_timeout_secs")?,
+            body_read_timeout: secs(self.body_read_timeout_secs, "body_read_timeout_secs")?,
+            request_timeout: secs(self.request_timeout_secs, "request_timeout_secs")?,
+            stream_idle_timeout: secs(self.stream_idle_timeout_secs, "stream_idle_timeout_secs")?,
+            malformed_retries: self.malformed_retries,
+            shutdown_grace: secs(self.shutdown_grace_secs, "shutdown_grace_secs")?,
+            metrics_require_auth: self.metrics_require_auth,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_documented_ones_and_typos_are_refused() {
+        let c: ServerConfig = serde_json::from_str("{}").unwrap();
+        assert_eq!(c, ServerConfig::default());
+        assert_eq!(c.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.body_limit, 2 * 1024 * 1024);
+        let typo = serde_json::from_str::<ServerConfig>(r#"{"lisen": "0.0.0.0:1"}"#);
+        assert!(typo
+            .unwrap_err()
+            .to_string()
+            .contains("unknown field `lisen`"));
+        let bad = ServerConfig {
+            request_timeout_secs: 0.0,
+            ..ServerConfig::default()
+        };
+        assert!(bad
+            .limits()
+            .unwrap_err()
+            .to_string()
+            .contains("server.request_timeout_secs"));
+    }
+}

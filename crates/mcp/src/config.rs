@@ -1,0 +1,320 @@
+//! The `[[mcp_servers]]` tables of `toolbridge.toml` and the `--mcp NAME=COMMAND ARGS…` flag.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// One MCP server: either a command run over stdio, or a streamable HTTP URL.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// Part of every tool name (`mcp__<name>__<tool>`): letters, digits, `_` and `-` only.
+    pub name: String,
+    /// stdio: the program to run.
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// stdio: extra environment variables for the server (added to toolbridge's own).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// stdio: the working folder (default: toolbridge's).
+    pub cwd: Option<PathBuf>,
+    /// Streamable HTTP: the endpoint URL.
+    pub url: Option<String>,
+    /// Streamable HTTP: headers for every request. `${VAR}` in a value is replaced by the
+    /// environment variable `VAR` when the server starts, so secrets stay out of the file.
+    /// Values are never logged.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Seconds to spawn/connect, initialize and list the tools (default 30).
+    #[serde(default = "default_start_timeout")]
+    pub start_timeout_secs: u64,
+    /// Seconds one tool call may take (default 60; the agent's `tool_timeout_secs` applies too,
+    /// the smaller wins).
+    #[serde(default = "default_call_timeout")]
+    pub call_timeout_secs: u64,
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+}
+
+fn default_start_timeout() -> u64 {
+    30
+}
+
+fn default_call_timeout() -> u64 {
+    60
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// How a server is reached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transport<'a> {
+    Stdio {
+        command: &'a str,
+        args: &'a [String],
+    },
+    Http {
+        url: &'a str,
+    },
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("MCP server name `{0}` may only hold letters, digits, `_` and `-`")]
+    BadName(String),
+    #[error("two MCP servers are named `{0}`")]
+    Duplicate(String),
+    #[error("MCP server `{0}`: give either `command` (stdio) or `url` (streamable HTTP)")]
+    NoTransport(String),
+    #[error("MCP server `{0}`: `command` and `url` exclude each other")]
+    BothTransports(String),
+    #[error("MCP server `{0}`: {1} only apply to stdio servers (with `command`)")]
+    StdioOnly(String, &'static str),
+    #[error("MCP server `{0}`: `headers` only apply to HTTP servers (with `url`)")]
+    HttpOnly(String),
+    #[error("MCP server `{0}`: timeouts must be at least 1 second")]
+    ZeroTimeout(String),
+    #[error("--mcp `{0}`: expected NAME=COMMAND [ARGS…]")]
+    BadFlag(String),
+    #[error("MCP server `{server}`: header `{header}` refers to `${{{var}}}`, which is not set")]
+    MissingVar {
+        server: String,
+        header: String,
+        var: String,
+    },
+    #[error("MCP server `{server}`: header `{header}` is not a valid HTTP header")]
+    BadHeader { server: String, header: String },
+}
+
+impl McpServerConfig {
+    /// A stdio server.
+    pub fn stdio(name: impl Into<String>, command: impl Into<String>, args: Vec<String>) -> Self {
+        McpServerConfig {
+            name: name.into(),
+            command: Some(command.into()),
+            args,
+            start_timeout_secs: default_start_timeout(),
+            call_timeout_secs: default_call_timeout(),
+            enabled: true,
+            ..McpServerConfig::default()
+        }
+    }
+
+    /// A streamable HTTP server.
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
+        McpServerConfig {
+            name: name.into(),
+            url: Some(url.into()),
+            start_timeout_secs: default_start_timeout(),
+            call_timeout_secs: default_call_timeout(),
+            enabled: true,
+            ..McpServerConfig::default()
+        }
+    }
+
+    pub fn start_timeout(&self) -> Duration {
+        Duration::from_secs(self.start_timeout_secs)
+    }
+
+    pub fn call_timeout(&self) -> Duration {
+        Duration::from_secs(self.call_timeout_secs)
+    }
+
+    /// The transport, after checking that exactly one was given and the keys fit it.
+    pub fn transport(&self) -> Result<Transport<'_>, ConfigError> {
+        let name = || self.name.clone();
+        match (&self.command, &self.url) {
+            (Some(command), None) => {
+                if !self.headers.is_empty() {
+                    return Err(ConfigError::HttpOnly(name()));
+                }
+                Ok(Transport::Stdio {
+                    command,
+                    args: &self.args,
+                })
+            }
+            (None, Some(url)) => {
+                if !self.args.is_empty() || !self.env.is_empty() || self.cwd.is_some() {
+                    return Err(ConfigError::StdioOnly(name(), "`args`, `env` and `cwd`"));
+                }
+                Ok(Transport::Http { url })
+            }
+            (None, None) => Err(ConfigError::NoTransport(name())),
+            (Some(_), Some(_)) => Err(ConfigError::BothTransports(name())),
+        }
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if !is_valid_name(&self.name) {
+            return Err(ConfigError::BadName(self.name.clone()));
+        }
+        if self.start_timeout_secs == 0 || self.call_timeout_secs == 0 {
+            return Err(ConfigError::ZeroTimeout(self.name.clone()));
+        }
+        self.transport().map(|_| ())
+    }
+
+    /// The headers with `${VAR}` replaced from `lookup`.
+    pub fn resolved_headers(
+        &self,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Vec<(String, String)>, ConfigError> {
+        self.headers
+            .iter()
+            .map(|(header, value)| {
+                expand(value, &lookup)
+                    .map(|v| (header.clone(), v))
+                    .map_err(|var| ConfigError::MissingVar {
+                        server: self.name.clone(),
+                        header: header.clone(),
+                        var,
+                    })
+            })
+            .collect()
+    }
+}
+
+/// Server names become part of tool names, which providers restrict to `[A-Za-z0-9_-]`.
+pub fn is_valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Checks every server and refuses duplicate names; disabled servers are checked too (a typo
+/// should not wait until the server is switched on).
+pub fn validate_all(servers: &[McpServerConfig]) -> Result<(), ConfigError> {
+    let mut seen = HashSet::new();
+    for server in servers {
+        server.validate()?;
+        if !seen.insert(server.name.as_str()) {
+            return Err(ConfigError::Duplicate(server.name.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Reads `--mcp NAME=COMMAND [ARGS…]`: the command line is split like a POSIX shell would
+/// (quotes and backslashes work; no variables, globs or pipes).
+pub fn parse_flag(flag: &str) -> Result<McpServerConfig, ConfigError> {
+    let bad = || ConfigError::BadFlag(flag.to_owned());
+    let (name, command_line) = flag.split_once('=').ok_or_else(bad)?;
+    let mut words = shlex::split(command_line).ok_or_else(bad)?.into_iter();
+    let command = words.next().ok_or_else(bad)?;
+    let config = McpServerConfig::stdio(name.trim(), command, words.collect());
+    config.validate()?;
+    Ok(config)
+}
+
+/// Replaces `${VAR}`; an unset variable is an error naming it. `$` not followed by `{` stays.
+fn expand(value: &str, lookup: &impl Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[at..]);
+            return Ok(out);
+        };
+        let var = &after[..end];
+        out.push_str(&lookup(var).ok_or_else(|| var.to_owned())?);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+
+    #[test]
+    fn flags_are_split_like_a_shell() {
+        let c = parse_flag("fs=npx -y '@scope/server x' --root \"/a b\"").unwrap();
+        assert_eq!(c.name, "fs");
+        assert_eq!(c.command.as_deref(), Some("npx"));
+        assert_eq!(c.args, ["-y", "@scope/server x", "--root", "/a b"]);
+        assert!(parse_flag("fs").is_err());
+        assert!(parse_flag("fs=").is_err());
+        assert_eq!(
+            parse_flag("a.b=cmd"),
+            Err(ConfigError::BadName("a.b".into()))
+        );
+    }
+
+    #[test]
+    fn servers_are_checked() {
+        let ok = McpServerConfig::stdio("a", "cmd", vec![]);
+        let http = McpServerConfig::http("b", "http://127.0.0.1:1/mcp");
+        assert!(validate_all(&[ok.clone(), http.clone()]).is_ok());
+        assert_eq!(
+            validate_all(&[ok.clone(), ok.clone()]),
+            Err(ConfigError::Duplicate("a".into()))
+        );
+        let mut both = ok.clone();
+        both.url = Some("http://x".into());
+        assert!(matches!(
+            validate_all(&[both]),
+            Err(ConfigError::BothTransports(_))
+        ));
+        let mut none = ok;
+        none.command = None;
+        assert!(matches!(
+            validate_all(&[none]),
+            Err(ConfigError::NoTransport(_))
+        ));
+        let mut headers_on_stdio = McpServerConfig::stdio("c", "cmd", vec![]);
+        headers_on_stdio.headers.insert("x".into(), "y".into());
+        assert!(matches!(
+            validate_all(&[headers_on_stdio]),
+            Err(ConfigError::HttpOnly(_))
+        ));
+    }
+
+    #[test]
+    fn header_values_take_environment_variables() {
+        let mut c = McpServerConfig::http("b", "http://127.0.0.1:1/mcp");
+        c.headers
+            .insert("Authorization".into(), "Bearer ${TOKEN}".into());
+        c.headers.insert("X-Price".into(), "$5 ${".into());
+        let env = |v: &str| (v == "TOKEN").then(|| "s3cret".to_owned());
+        assert_eq!(
+            c.resolved_headers(env).unwrap(),
+            [
+                ("Authorization".to_owned(), "Bearer s3cret".to_owned()),
+                ("X-Price".to_owned(), "$5 ${".to_owned())
+            ]
+        );
+        let e = c.resolved_headers(|_| None).unwrap_err();
+        assert!(
+            matches!(e, ConfigError::MissingVar { ref var, .. } if var == "TOKEN"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn toml_defaults() {
+        let c: McpServerConfig = serde_json::from_value(serde_json::json!({
+            "name": "py", "command": "python3", "args": ["server.py"]
+        }))
+        .unwrap();
+        assert_eq!(
+            (c.start_timeout_secs, c.call_timeout_secs, c.enabled),
+            (30, 60, true)
+        );
+        assert!(serde_json::from_value::<McpServerConfig>(
+            serde_json::json!({"name": "x", "comand": "y"})
+        )
+        .is_err());
+    }
+}

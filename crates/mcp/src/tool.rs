@@ -1,0 +1,81 @@
+//! An MCP server's tool as a toolbridge [`Tool`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use toolbridge_agent::{Tool, ToolContext, ToolError};
+use toolbridge_protocol::types::ToolSpec;
+
+use crate::content;
+use crate::server::Server;
+
+/// A backstop beyond the call timeout: the toolbox stops the call at the timeout itself (with the
+/// seed's timed-out sentence); this only bounds calls made outside a toolbox.
+const BACKSTOP: Duration = Duration::from_secs(1);
+
+pub struct McpTool {
+    spec: ToolSpec,
+    remote: String,
+    server: Arc<Server>,
+}
+
+impl McpTool {
+    pub(crate) fn new(spec: ToolSpec, remote: String, server: Arc<Server>) -> Self {
+        McpTool {
+            spec,
+            remote,
+            server,
+        }
+    }
+
+    /// The server this tool belongs to.
+    pub fn server(&self) -> &str {
+        self.server.name()
+    }
+
+    /// The tool's name on its server.
+    pub fn remote_name(&self) -> &str {
+        &self.remote
+    }
+}
+
+impl Tool for McpTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn invoke(
+        &self,
+        arguments: Value,
+        context: ToolContext,
+    ) -> BoxFuture<'static, Result<String, ToolError>> {
+        let server = Arc::clone(&self.server);
+        let remote = self.remote.clone();
+        Box::pin(async move {
+            let arguments = match arguments {
+                Value::Object(map) => map,
+                _ => serde_json::Map::new(),
+            };
+            let limit = server.config().call_timeout() + BACKSTOP;
+            let result = tokio::select! {
+                result = server.call(&remote, arguments, limit) => result?,
+                () = context.cancel.cancelled() => {
+                    return Err(ToolError::internal("MCP call cancelled"));
+                }
+            };
+            let dir = content::output_dir(context.workspace.as_deref());
+            let text = content::render(&result, server.name(), &dir).await;
+            if result.is_error == Some(true) {
+                Err(ToolError::Tool(text))
+            } else {
+                Ok(text)
+            }
+        })
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        Some(self.server.config().call_timeout())
+    }
+}

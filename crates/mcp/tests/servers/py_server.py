@@ -1,0 +1,80 @@
+"""An MCP server written with the official Python SDK (`mcp` package), for crates/mcp's tests.
+
+Tools: add, fail (raises: the result has isError), slow (sleeps), image (a 1x1 PNG), crash (the
+process exits mid-call), add_tool (registers `multiply` at runtime and sends
+notifications/tools/list_changed), pid (the server's process id). Runs over stdio.
+"""
+
+import asyncio
+import base64
+import os
+
+from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+# A 1x1 transparent PNG.
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
+
+server = MCPServer("toolbridge-py-test")
+
+
+@server.tool()
+def add(a: int, b: int) -> str:
+    """Add two integers."""
+    return str(a + b)
+
+
+@server.tool()
+def fail() -> str:
+    """Always fails (a deliberate ToolError: its text reaches the client)."""
+    raise ToolError("the fail tool failed on purpose")
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Sleep, then answer."""
+    await asyncio.sleep(seconds)
+    return f"slept {seconds}"
+
+
+@server.tool()
+def image() -> Image:
+    """A tiny PNG image."""
+    return Image(data=PNG, format="png")
+
+
+@server.tool()
+def crash() -> str:
+    """Exit the server process mid-call."""
+    os._exit(3)
+
+
+@server.tool()
+def pid() -> str:
+    """The server's process id."""
+    return str(os.getpid())
+
+
+def multiply(a: int, b: int) -> str:
+    """Multiply two integers."""
+    return str(a * b)
+
+
+@server.tool()
+async def add_tool(ctx: Context) -> str:
+    """Register the multiply tool and tell the client the tool list changed."""
+    server.add_tool(multiply)
+    await ctx.session.send_tool_list_changed()
+    return "multiply added"
+
+
+@server.tool(name="weird.name/1")
+def weird() -> str:
+    """A tool name with characters outside [A-Za-z0-9_-]."""
+    return "weird"
+
+
+if __name__ == "__main__":
+    server.run("stdio")
