@@ -3,4 +3,5 @@
 pub mod approve;
 pub mod mcp;
 pub mod render;
+pub mod session;
 pub mod setup;

@@ -1,19 +1,15 @@
 //! `toolbridge chat`: an interactive session with line editing and history.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context;
 use futures::StreamExt;
 use rustyline::error::ReadlineError;
-use toolbridge_agent::ToolContext;
 use toolbridge_protocol::types::Message;
 
-use crate::agent::approve::TerminalApprover;
-use crate::agent::mcp;
 use crate::agent::render::Renderer;
-use crate::agent::setup::{self, AgentArgs};
-use crate::config;
+use crate::agent::session::Session;
+use crate::agent::setup::AgentArgs;
 
 /// Chat with the agent. Commands: /tools, /skills, /reset, /quit.
 #[derive(clap::Args)]
@@ -32,25 +28,8 @@ fn history_file() -> Option<std::path::PathBuf> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let loaded = config::load(args.agent.config.as_deref())?;
-    let tools_config = loaded.config.tools.clone();
-    let section = &loaded.config.agent;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    let mcp = mcp::start(&runtime, &loaded.config.mcp_servers, &args.agent.mcp)?;
-    let mut toolbox = setup::toolbox(section, &loaded.config.tools)?;
-    mcp::add_to(&mut toolbox, &mcp);
-    let setup = setup::build(
-        section,
-        &args.agent,
-        &loaded.config.models,
-        toolbox,
-        setup::memories(&loaded.config.tools, &ToolContext::default().user),
-    )?;
-    let agent = setup.agent.with_approver(Arc::new(TerminalApprover));
+    let session = Session::start(&args.agent, true)?;
+    let agent = &session.agent;
     let mut editor = rustyline::DefaultEditor::new().context("starting the line editor")?;
     let history = history_file();
     if let Some(h) = &history {
@@ -58,7 +37,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     eprintln!(
         "toolbridge chat — model {}; /tools, /skills, /reset, /quit",
-        setup.model_name
+        session.model_name
     );
     let mut conversation: Vec<Message> = Vec::new();
     loop {
@@ -67,7 +46,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Err(ReadlineError::Interrupted) => continue,
             Err(ReadlineError::Eof) => break,
             Err(e) => {
-                mcp::shutdown(&runtime, &mcp);
+                session.shutdown();
                 return Err(e).context("reading input");
             }
         };
@@ -106,8 +85,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             _ => {}
         }
         conversation.push(Message::user(line));
-        let state = runtime.block_on(async {
-            let context = setup::context(&tools_config);
+        let state = session.runtime.block_on(async {
+            let context = session.context();
             let cancel = context.cancel.clone();
             let watcher = tokio::spawn(async move {
                 if tokio::signal::ctrl_c().await.is_ok() {
@@ -130,6 +109,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         let _ = editor.save_history(h);
     }
-    mcp::shutdown(&runtime, &mcp);
+    session.shutdown();
     Ok(ExitCode::SUCCESS)
 }

@@ -3,18 +3,14 @@
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context;
 use futures::StreamExt;
-use toolbridge_agent::ToolContext;
 use toolbridge_protocol::types::Message;
 
-use crate::agent::approve::TerminalApprover;
-use crate::agent::mcp;
 use crate::agent::render::{exit_code, Renderer};
-use crate::agent::setup::{self, AgentArgs};
-use crate::config;
+use crate::agent::session::Session;
+use crate::agent::setup::AgentArgs;
 
 /// Run the agent on one prompt.
 ///
@@ -46,31 +42,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         args.prompt.clone()
     };
-    let loaded = config::load(args.agent.config.as_deref())?;
-    let tools_config = loaded.config.tools.clone();
-    let section = &loaded.config.agent;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    let mcp = mcp::start(&runtime, &loaded.config.mcp_servers, &args.agent.mcp)?;
-    let mut toolbox = setup::toolbox(section, &loaded.config.tools)?;
-    mcp::add_to(&mut toolbox, &mcp);
-    let setup = setup::build(
-        section,
-        &args.agent,
-        &loaded.config.models,
-        toolbox,
-        setup::memories(&loaded.config.tools, &ToolContext::default().user),
-    )?;
-    let agent = if TerminalApprover::available() {
-        setup.agent.with_approver(Arc::new(TerminalApprover))
-    } else {
-        setup.agent
-    };
-    let state = runtime.block_on(async {
-        let context = setup::context(&tools_config);
+    let session = Session::start(&args.agent, false)?;
+    let agent = &session.agent;
+    let state = session.runtime.block_on(async {
+        let context = session.context();
         let cancel = context.cancel.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
@@ -84,7 +59,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         run.state()
     });
-    mcp::shutdown(&runtime, &mcp);
+    session.shutdown();
     if let Some(path) = &args.transcript {
         let json = serde_json::to_string_pretty(&state).context("encoding the transcript")?;
         std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
