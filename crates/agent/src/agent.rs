@@ -16,11 +16,12 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
 use serde::Serialize;
+use tokio_util::sync::CancellationToken;
 use toolbridge_protocol::mode::ToolMode;
 use toolbridge_protocol::parser::{ErrorKind, ParseError, ParserConfig};
 use toolbridge_protocol::texts::{self, CallTag};
 use toolbridge_protocol::types::{ChatRequest, Message, ToolSpec, Usage};
-use toolbridge_providers::{Model, ModelEvent, ModelResponse};
+use toolbridge_providers::{Model, ModelEvent, ModelResponse, ModelStream};
 
 use crate::approval::{Approvals, Approver, DenyAll};
 use crate::canonical::call_key;
@@ -288,10 +289,58 @@ async fn system_messages(snapshot: &Snapshot) -> Vec<Message> {
     out
 }
 
-/// Forwards one model response to the run's events and collects it.
-struct RoundResult {
-    response: ModelResponse,
-    mode: ToolMode,
+/// How one model request ended.
+enum RoundEnd {
+    Done {
+        response: ModelResponse,
+        mode: ToolMode,
+    },
+    Cancelled,
+    Failed(String),
+}
+
+/// What one model request gives the run: its text as events, then how it ended.
+enum RoundItem {
+    Event(RunEvent),
+    End(RoundEnd),
+}
+
+/// Streams one model response: text and reasoning as run events while collecting the response;
+/// the last item says how it ended (cancellation is watched throughout).
+fn model_round(
+    mut stream: ModelStream,
+    cancel: CancellationToken,
+) -> impl Stream<Item = RoundItem> + Send {
+    async_stream::stream! {
+        let mut response = ModelResponse::default();
+        loop {
+            let next = tokio::select! {
+                next = stream.next() => next,
+                () = cancel.cancelled() => {
+                    yield RoundItem::End(RoundEnd::Cancelled);
+                    return;
+                }
+            };
+            match next {
+                None => break,
+                Some(Err(e)) => {
+                    tracing::error!(error = %e, "model request failed");
+                    yield RoundItem::End(RoundEnd::Failed(e.to_string()));
+                    return;
+                }
+                Some(Ok(event)) => {
+                    match &event {
+                        ModelEvent::Text { text } => yield RoundItem::Event(RunEvent::Text { text: text.clone() }),
+                        ModelEvent::Reasoning { text } => yield RoundItem::Event(RunEvent::Reasoning { text: text.clone() }),
+                        _ => {}
+                    }
+                    response.apply(event);
+                }
+            }
+        }
+        let mode = stream.arm().map_or(ToolMode::Native, |a| a.mode);
+        yield RoundItem::End(RoundEnd::Done { response, mode });
+    }
 }
 
 fn run_loop(
@@ -346,40 +395,27 @@ fn run_loop(
                 tools: tools.specs.clone(),
                 ..ChatRequest::default()
             };
-            let mut stream = snapshot.model.stream(request);
-            let mut response = ModelResponse::default();
-            loop {
-                let next = tokio::select! {
-                    next = stream.next() => next,
-                    () = cancel.cancelled() => {
-                        outcome = Outcome::Cancelled;
-                        break 'run;
-                    }
-                };
-                match next {
-                    None => break,
-                    Some(Err(e)) => {
-                        tracing::error!(error = %e, "model request failed");
-                        outcome = Outcome::Error;
-                        error = Some(e.to_string());
-                        break 'run;
-                    }
-                    Some(Ok(event)) => {
-                        match &event {
-                            ModelEvent::Text { text } => yield RunEvent::Text { text: text.clone() },
-                            ModelEvent::Reasoning { text } => yield RunEvent::Reasoning { text: text.clone() },
-                            _ => {}
-                        }
-                        response.apply(event);
-                    }
+            let mut round = Box::pin(model_round(snapshot.model.stream(request), cancel.clone()));
+            let mut end = RoundEnd::Cancelled;
+            while let Some(item) = round.next().await {
+                match item {
+                    RoundItem::Event(event) => yield event,
+                    RoundItem::End(e) => end = e,
                 }
             }
-            let round = RoundResult {
-                mode: stream.arm().map_or(ToolMode::Native, |a| a.mode),
-                response,
+            let (response, mode) = match end {
+                RoundEnd::Done { response, mode } => (response, mode),
+                RoundEnd::Cancelled => {
+                    outcome = Outcome::Cancelled;
+                    break 'run;
+                }
+                RoundEnd::Failed(e) => {
+                    outcome = Outcome::Error;
+                    error = Some(e);
+                    break 'run;
+                }
             };
-            add_usage(&mut usage, round.response.usage);
-            let RoundResult { response, mode } = round;
+            add_usage(&mut usage, response.usage);
 
             if response.calls.is_empty() {
                 if let Some(problem) = response.errors.first() {
@@ -512,35 +548,22 @@ fn run_loop(
                 messages: messages.clone(),
                 ..ChatRequest::default()
             };
-            let mut stream = snapshot.model.stream(request);
-            let mut response = ModelResponse::default();
-            let mut failed = None;
-            loop {
-                let next = tokio::select! {
-                    next = stream.next() => next,
-                    () = cancel.cancelled() => { failed = Some(None); break; }
-                };
-                match next {
-                    None => break,
-                    Some(Err(e)) => { failed = Some(Some(e.to_string())); break; }
-                    Some(Ok(event)) => {
-                        match &event {
-                            ModelEvent::Text { text } => yield RunEvent::Text { text: text.clone() },
-                            ModelEvent::Reasoning { text } => yield RunEvent::Reasoning { text: text.clone() },
-                            _ => {}
-                        }
-                        response.apply(event);
-                    }
+            let mut round = Box::pin(model_round(snapshot.model.stream(request), cancel.clone()));
+            let mut end = RoundEnd::Cancelled;
+            while let Some(item) = round.next().await {
+                match item {
+                    RoundItem::Event(event) => yield event,
+                    RoundItem::End(e) => end = e,
                 }
             }
-            add_usage(&mut usage, response.usage);
-            match failed {
-                Some(None) => outcome = Outcome::Cancelled,
-                Some(Some(e)) => {
+            match end {
+                RoundEnd::Cancelled => outcome = Outcome::Cancelled,
+                RoundEnd::Failed(e) => {
                     outcome = Outcome::Error;
                     error = Some(e);
                 }
-                None => {
+                RoundEnd::Done { response, .. } => {
+                    add_usage(&mut usage, response.usage);
                     // Without tools a text-mode model's call is not parsed; look for one anyway.
                     let leftover = toolbridge_protocol::parser::parse(&response.text, &ParserConfig::default());
                     let still_calling = !response.calls.is_empty() || !leftover.calls.is_empty();
