@@ -5,7 +5,7 @@
 use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::value::RawValue;
-use toolbridge_protocol::parser::{Event, ParseError, ParseOutput, Parser, ParserConfig, Sink};
+use toolbridge_protocol::parser::{Event, EventLog, ParseOutput, Parser, ParserConfig, Sink};
 
 /// Cases per property; `PROPTEST_CASES` overrides it.
 fn cases() -> u32 {
@@ -169,42 +169,6 @@ fn collect(f: impl FnOnce(&mut ParseOutput)) -> ParseOutput {
     out
 }
 
-/// Records every event as it is handed out, without merging text deltas.
-#[derive(Default)]
-struct Recorder(Vec<Event>);
-
-impl Sink for Recorder {
-    fn text(&mut self, text: &str) {
-        self.0.push(Event::Text {
-            text: text.to_owned(),
-        });
-    }
-    fn reasoning(&mut self, text: &str) {
-        self.0.push(Event::Reasoning {
-            text: text.to_owned(),
-        });
-    }
-    fn call_start(&mut self, index: usize, id: &str, name: &str) {
-        self.0.push(Event::CallStart {
-            index,
-            id: id.to_owned(),
-            name: name.to_owned(),
-        });
-    }
-    fn call_args(&mut self, index: usize, fragment: &str) {
-        self.0.push(Event::CallArgs {
-            index,
-            fragment: fragment.to_owned(),
-        });
-    }
-    fn call_end(&mut self, index: usize) {
-        self.0.push(Event::CallEnd { index });
-    }
-    fn error(&mut self, error: ParseError) {
-        self.0.push(Event::Error(error));
-    }
-}
-
 /// Checks the call events of one stream; returns the calls' names and arguments.
 fn check_calls(events: &[Event]) -> Result<Vec<(String, String)>, TestCaseError> {
     let mut calls = Vec::new();
@@ -288,10 +252,10 @@ proptest! {
         let config = config(&tools);
         let expected = whole(&text, &config);
         let mut p = Parser::new(config);
-        let mut rec = Recorder::default();
+        let mut rec = EventLog::default();
         let (mut visible, mut reasoning) = (String::new(), String::new());
         let mut seen = 0;
-        let mut absorb = |rec: &Recorder, visible: &mut String, reasoning: &mut String| {
+        let mut absorb = |rec: &EventLog, visible: &mut String, reasoning: &mut String| {
             for ev in &rec.0[seen..] {
                 match ev {
                     Event::Text { text } => visible.push_str(text),
@@ -328,13 +292,13 @@ proptest! {
         let config = config(&tools);
         let expected = whole(&text, &config);
 
-        let mut rec = Recorder::default();
+        let mut rec = EventLog::default();
         let mut p = Parser::new(config.clone());
         p.push(&text, &mut rec);
         p.finish(&mut rec);
         prop_assert_eq!(check_calls(&rec.0)?, names_and_args(&expected));
 
-        let mut rec = Recorder::default();
+        let mut rec = EventLog::default();
         by_bytes(&text, &each_byte(&text), &config, &mut rec);
         prop_assert_eq!(check_calls(&rec.0)?, names_and_args(&expected));
     }

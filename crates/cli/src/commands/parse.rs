@@ -7,7 +7,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use toolbridge_protocol::parser::{
-    Event, ParseError, ParseOutput, Parser, ParserConfig, Sink, Tee,
+    Event, EventLog, ParseError, ParseOutput, Parser, ParserConfig, Tee,
 };
 
 /// Parse model outputs for tool calls.
@@ -64,42 +64,6 @@ struct OutCall<'a> {
     arguments: Box<RawValue>,
 }
 
-/// Records every event as emitted, without merging, so `--events` shows the real deltas.
-#[derive(Default)]
-struct Recorder(Vec<Event>);
-
-impl Sink for Recorder {
-    fn text(&mut self, text: &str) {
-        self.0.push(Event::Text {
-            text: text.to_owned(),
-        });
-    }
-    fn reasoning(&mut self, text: &str) {
-        self.0.push(Event::Reasoning {
-            text: text.to_owned(),
-        });
-    }
-    fn call_start(&mut self, index: usize, id: &str, name: &str) {
-        self.0.push(Event::CallStart {
-            index,
-            id: id.to_owned(),
-            name: name.to_owned(),
-        });
-    }
-    fn call_args(&mut self, index: usize, fragment: &str) {
-        self.0.push(Event::CallArgs {
-            index,
-            fragment: fragment.to_owned(),
-        });
-    }
-    fn call_end(&mut self, index: usize) {
-        self.0.push(Event::CallEnd { index });
-    }
-    fn error(&mut self, error: ParseError) {
-        self.0.push(Event::Error(error));
-    }
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
@@ -137,7 +101,7 @@ fn parse_line(args: &Args, line: &str) -> anyhow::Result<String> {
     };
     let mut parser = Parser::new(config);
     let mut result = ParseOutput::default();
-    let mut recorder = Recorder::default();
+    let mut recorder = EventLog::default();
     let mut sink = Tee(&mut result, &mut recorder);
     match &input.chunks {
         Some(chunks) => {

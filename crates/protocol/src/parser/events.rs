@@ -115,6 +115,43 @@ impl Sink for Vec<Event> {
     }
 }
 
+/// Records every event exactly as handed out, without merging text deltas: what a streaming
+/// consumer sees (`toolbridge parse --events`, the property tests).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EventLog(pub Vec<Event>);
+
+impl Sink for EventLog {
+    fn text(&mut self, text: &str) {
+        self.0.push(Event::Text {
+            text: text.to_owned(),
+        });
+    }
+    fn reasoning(&mut self, text: &str) {
+        self.0.push(Event::Reasoning {
+            text: text.to_owned(),
+        });
+    }
+    fn call_start(&mut self, index: usize, id: &str, name: &str) {
+        self.0.push(Event::CallStart {
+            index,
+            id: id.to_owned(),
+            name: name.to_owned(),
+        });
+    }
+    fn call_args(&mut self, index: usize, fragment: &str) {
+        self.0.push(Event::CallArgs {
+            index,
+            fragment: fragment.to_owned(),
+        });
+    }
+    fn call_end(&mut self, index: usize) {
+        self.0.push(Event::CallEnd { index });
+    }
+    fn error(&mut self, error: ParseError) {
+        self.0.push(Event::Error(error));
+    }
+}
+
 /// A call the parser accepted.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ParsedCall {

@@ -18,7 +18,7 @@ mod utf8;
 
 use std::collections::HashSet;
 
-pub use events::{ErrorKind, Event, ParseError, ParseOutput, ParsedCall, Sink, Tee};
+pub use events::{ErrorKind, Event, EventLog, ParseError, ParseOutput, ParsedCall, Sink, Tee};
 
 use block::Block;
 use fence::Fence;
