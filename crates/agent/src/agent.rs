@@ -456,6 +456,10 @@ fn run_loop(
             messages.push(assistant.clone());
             transcript.push(assistant);
 
+            // SECURITY.md §3: any tool result the model has seen (this run's or an earlier
+            // turn's) may carry an injected instruction; guarded tools are tightened from then on.
+            let after_tool_output = messages.iter().any(|m| matches!(m, Message::Tool { .. }));
+
             // Decide what each call gets before running anything, in order.
             let mut plan: Vec<Option<CallResult>> = Vec::with_capacity(calls.len());
             let mut budget_hit = false;
@@ -496,7 +500,7 @@ fn run_loop(
                             None => {
                                 let toolbox = tools.toolbox_for(&call.name);
                                 let timeout = toolbox.config().timeout.min(remaining.max(Duration::from_millis(1)));
-                                toolbox.execute(&call, &context, &approvals, &*approver, timeout).await
+                                toolbox.execute_after(&call, &context, &approvals, &*approver, timeout, after_tool_output).await
                             }
                         }
                     });

@@ -3,6 +3,11 @@
 //! The agent loop: loop policy (budgets, duplicates, retries, finalization) over a
 //! `toolbridge-providers` model and a [`toolbox::Toolbox`] of tools, with skills loaded on demand.
 //! Nothing here parses model output: calls arrive as events from the provider layer.
+//!
+//! Whether a call runs is decided by [`approval::Approvals`]: per tool, per risk level for tools
+//! that judge each call's risk ([`Tool::risk`]), and, once tool output has reached the model, at
+//! least `ask` for tools an injected instruction could abuse ([`Tool::guarded_after_tool_output`],
+//! SECURITY.md §3). Run-time overrides only tighten ([`approval::Approvals::tightened_by`]).
 
 pub mod agent;
 pub mod approval;

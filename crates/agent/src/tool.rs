@@ -12,6 +12,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolbridge_protocol::types::ToolSpec;
 
+use crate::approval::RiskAssessment;
+
 /// What a tool gets besides its arguments.
 #[derive(Clone, Debug)]
 pub struct ToolContext {
@@ -26,6 +28,9 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// The id of the call being run (set by the toolbox), for provenance records.
     pub call_id: Option<String>,
+    /// When the toolbox will give up on this call (set by the toolbox): a tool with a timeout
+    /// message of its own (`run_in_terminal`) stops its work a little before, so its message wins.
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl Default for ToolContext {
@@ -36,6 +41,7 @@ impl Default for ToolContext {
             conversation: "default".into(),
             cancel: CancellationToken::new(),
             call_id: None,
+            deadline: None,
         }
     }
 }
@@ -106,10 +112,26 @@ pub trait Tool: Send + Sync + 'static {
     fn timeout(&self) -> Option<std::time::Duration> {
         None
     }
+
+    /// The risk of one call (arguments already validated). A tool that reports one is governed by
+    /// `[agent.approvals.risk]` instead of `default` (see [`crate::approval`]); `None`: the
+    /// tool's calls carry no risk of their own.
+    fn risk(&self, _arguments: &Value) -> Option<RiskAssessment> {
+        None
+    }
+
+    /// Whether an instruction injected into tool output could abuse this tool (a memory write, a
+    /// shell command): once tool output has reached the model, its calls are tightened to at least
+    /// `[agent.approvals] after_tool_output` (SECURITY.md §3).
+    fn guarded_after_tool_output(&self) -> bool {
+        false
+    }
 }
 
 type Handler =
     dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<String, ToolError>> + Send + Sync;
+
+type RiskFn = dyn Fn(&Value) -> Option<RiskAssessment> + Send + Sync;
 
 /// A tool made from a closure:
 ///
@@ -134,6 +156,8 @@ pub struct FnTool {
     handler: Arc<Handler>,
     approval: bool,
     max_output: Option<usize>,
+    risk: Option<Arc<RiskFn>>,
+    guarded: bool,
 }
 
 impl FnTool {
@@ -152,6 +176,8 @@ impl FnTool {
             handler: Arc::new(move |args, ctx| Box::pin(f(args, ctx))),
             approval: false,
             max_output: None,
+            risk: None,
+            guarded: false,
         }
     }
 
@@ -164,6 +190,21 @@ impl FnTool {
     /// Output shown to the model is cut after this many characters.
     pub fn with_max_output_chars(mut self, chars: usize) -> Self {
         self.max_output = Some(chars);
+        self
+    }
+
+    /// Each call's risk comes from `f` (see [`Tool::risk`]).
+    pub fn with_risk<F>(mut self, f: F) -> Self
+    where
+        F: Fn(&Value) -> Option<RiskAssessment> + Send + Sync + 'static,
+    {
+        self.risk = Some(Arc::new(f));
+        self
+    }
+
+    /// Calls are tightened after tool output (see [`Tool::guarded_after_tool_output`]).
+    pub fn guarded_after_tool_output(mut self) -> Self {
+        self.guarded = true;
         self
     }
 }
@@ -187,5 +228,13 @@ impl Tool for FnTool {
 
     fn max_output_chars(&self) -> Option<usize> {
         self.max_output
+    }
+
+    fn risk(&self, arguments: &Value) -> Option<RiskAssessment> {
+        self.risk.as_ref().and_then(|f| f(arguments))
+    }
+
+    fn guarded_after_tool_output(&self) -> bool {
+        self.guarded
     }
 }

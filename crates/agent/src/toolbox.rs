@@ -14,7 +14,7 @@ use serde_json::Value;
 use toolbridge_protocol::texts;
 use toolbridge_protocol::types::{ToolCall, ToolSpec};
 
-use crate::approval::{ApprovalPolicy, Approvals, Approver};
+use crate::approval::{ApprovalPolicy, ApprovalRequest, Approvals, Approver, CallFacts};
 use crate::tool::{Tool, ToolContext, ToolError};
 
 /// What happened to a call.
@@ -274,7 +274,8 @@ impl Toolbox {
     }
 
     /// Runs a call: checks it, asks for approval when the policy says so, and runs the tool under
-    /// the timeout, catching panics and honouring cancellation.
+    /// the timeout, catching panics and honouring cancellation. For a call made before any tool
+    /// output reached the model (see [`Toolbox::execute_after`]).
     pub async fn execute(
         &self,
         call: &ToolCall,
@@ -283,18 +284,49 @@ impl Toolbox {
         approver: &dyn Approver,
         timeout: Duration,
     ) -> CallResult {
+        self.execute_after(call, context, approvals, approver, timeout, false)
+            .await
+    }
+
+    /// [`Toolbox::execute`], saying whether tool output had already reached the model when it
+    /// asked for this call: then guarded tools are tightened (SECURITY.md §3, [`crate::approval`]).
+    pub async fn execute_after(
+        &self,
+        call: &ToolCall,
+        context: &ToolContext,
+        approvals: &Approvals,
+        approver: &dyn Approver,
+        timeout: Duration,
+        after_tool_output: bool,
+    ) -> CallResult {
         let started = Instant::now();
         let (tool, args) = match self.check(call) {
             Ok(ok) => ok,
             Err(result) => return result,
         };
-        match approvals.policy(&call.name, tool.requires_approval()) {
+        let risk = tool.risk(&args);
+        let facts = CallFacts {
+            requires_approval: tool.requires_approval(),
+            risk: risk.as_ref(),
+            guarded: tool.guarded_after_tool_output(),
+            after_tool_output,
+        };
+        let policy = approvals.policy_for(&call.name, &facts);
+        if let Some(r) = &risk {
+            tracing::info!(tool = %call.name, id = %call.id, risk = %r.effective, ?policy, after_tool_output, "call risk");
+        }
+        match policy {
             ApprovalPolicy::Allow => {}
             ApprovalPolicy::Deny => {
                 return CallResult::note(CallStatus::Denied, texts::APPROVAL_DENIED)
             }
             ApprovalPolicy::Ask => {
-                if !approver.approve(call).await {
+                let request = ApprovalRequest {
+                    call,
+                    risk: risk.as_ref(),
+                    after_tool_output,
+                };
+                if !approver.approve_request(&request).await {
                     return CallResult::note(CallStatus::Denied, texts::APPROVAL_DENIED);
                 }
             }
@@ -307,6 +339,7 @@ impl Toolbox {
         let ctx = ToolContext {
             cancel: cancel.clone(),
             call_id: Some(call.id.clone()),
+            deadline: Instant::now().checked_add(timeout),
             ..context.clone()
         };
         let mut task = tokio::spawn(tool.invoke(args, ctx));

@@ -29,6 +29,8 @@ enum Command {
     Model(commands::model::Args),
     Net(commands::net::Args),
     Memory(commands::memory::Args),
+    Sandbox(commands::sandbox::Args),
+    Workspaces(commands::workspaces::Args),
 }
 
 fn main() -> ExitCode {
@@ -44,6 +46,8 @@ fn main() -> ExitCode {
         Command::Model(args) => commands::model::run(args),
         Command::Net(args) => commands::net::run(args),
         Command::Memory(args) => commands::memory::run(args),
+        Command::Sandbox(args) => commands::sandbox::run(args),
+        Command::Workspaces(args) => commands::workspaces::run(args),
     };
     match result {
         Ok(code) => code,

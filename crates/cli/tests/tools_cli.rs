@@ -159,7 +159,14 @@ fn save_memory_in_runs_and_memory_list_rm() {
     .unwrap();
     let model = format!("scripted:{}", script.display());
     let (code, out, err) = toolbridge(
-        &["run", "Remember that I am vegetarian.", "--model", &model],
+        &[
+            "run",
+            "Remember that I am vegetarian.",
+            "--model",
+            &model,
+            "--conversation",
+            "diet-1",
+        ],
         &d,
     );
     assert_eq!(code, 0, "{out}{err}");
@@ -172,7 +179,7 @@ fn save_memory_in_runs_and_memory_list_rm() {
     assert_eq!(entry["memory_text"], "The user is vegetarian.");
     assert_eq!(entry["slot"], "diet");
     assert_eq!(entry["status"], "ACTIVE");
-    assert_eq!(entry["conversation"], "default");
+    assert_eq!(entry["conversation"], "diet-1");
     assert!(
         entry["tool_call"].as_str().is_some_and(|s| !s.is_empty()),
         "{entry}"

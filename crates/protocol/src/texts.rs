@@ -588,6 +588,23 @@ pub const WEB_FETCH_NO_URL: &str = "Pass url or urls (at most 4 URLs).";
 pub const FETCH_IMAGE_SAVED: &str = "Saved the image to <PATH> (<TYPE>, <BYTES> bytes).";
 /// Ours: a tool that writes files called in a run without a conversation workspace.
 pub const NO_WORKSPACE: &str = "This tool needs a conversation workspace, and this run has none.";
+/// Ours: appended to the user's message when files were attached (`toolbridge run --attach`);
+/// placeholder `<FILES>` (one [`ATTACHED_FILE`] line per file).
+pub const ATTACHMENTS_NOTE: &str = "Attached files (copied into the conversation workspace, readable with python_execute):\n<FILES>";
+/// Ours: one attached file; placeholders `<PATH>` (the sandbox path), `<BYTES>`.
+pub const ATTACHED_FILE: &str = "- <PATH> (<BYTES> bytes)";
+
+/// One line of [`ATTACHMENTS_NOTE`].
+pub fn attached_file_line(path: &str, bytes: u64) -> String {
+    ATTACHED_FILE
+        .replace("<PATH>", path)
+        .replace("<BYTES>", &bytes.to_string())
+}
+
+/// The note listing attached files, from [`attached_file_line`]s.
+pub fn attachments_note(lines: &[String]) -> String {
+    ATTACHMENTS_NOTE.replace("<FILES>", &lines.join("\n"))
+}
 
 /// Ours: `web_search` when no backend is configured.
 pub const SEARCH_NOT_CONFIGURED: &str = "Web search is not configured on this server, so no search was run. Answer from what you already know, or ask the user for sources.";
@@ -712,6 +729,158 @@ pub fn memory_block(memories: &[String]) -> Option<String> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// python_execute (crate toolbridge-tools). All ours.
+// ---------------------------------------------------------------------------------------------
+
+/// Ours: a `python_execute` call that printed nothing and ended without a value.
+pub const PYTHON_NO_OUTPUT: &str = "(no output)";
+/// Ours: the interpreter did not answer an interrupt, so it was killed and a fresh one started.
+pub const PYTHON_STATE_LOST: &str = "The Python session did not respond and was restarted; variables and imports from earlier calls are gone (files in /workspace are kept). Re-run any setup code you need.";
+/// Ours: the interpreter died during a call and was restarted; placeholder `<CAUSE>` (one of the
+/// `PYTHON_CAUSE_*` texts).
+pub const PYTHON_CRASHED: &str = "The Python session stopped because <CAUSE>, and was restarted; variables and imports from earlier calls are gone (files in /workspace are kept). Re-run any setup code you need.";
+/// Ours: cause; placeholder `<MB>`.
+pub const PYTHON_CAUSE_MEMORY: &str = "it went over the memory limit of <MB> MB";
+/// Ours: cause.
+pub const PYTHON_CAUSE_CPU: &str = "it used up its CPU time limit";
+/// Ours: cause; placeholder `<MB>`.
+pub const PYTHON_CAUSE_FILE_SIZE: &str = "it wrote a file larger than the limit of <MB> MB";
+/// Ours: cause; placeholder `<COUNT>`.
+pub const PYTHON_CAUSE_PROCESSES: &str = "it started more processes than the limit of <COUNT>";
+/// Ours: cause; placeholder `<COUNT>`.
+pub const PYTHON_CAUSE_OPEN_FILES: &str = "it opened more files than the limit of <COUNT>";
+/// Ours: cause when no limit explains the exit.
+pub const PYTHON_CAUSE_UNKNOWN: &str = "the interpreter exited unexpectedly";
+/// Ours: the session of this conversation was idle too long and was closed; shown before the
+/// next call's output; placeholder `<MINUTES>`.
+pub const PYTHON_SESSION_EXPIRED: &str = "Note: the Python session was idle for more than <MINUTES> minutes and was restarted; variables and imports from earlier calls are gone (files in /workspace are kept).";
+/// Ours: a call that ran past its wall-clock budget and was interrupted; placeholder `<SECONDS>`.
+pub const PYTHON_CELL_TIMEOUT: &str = "The code ran longer than <SECONDS> seconds and was interrupted. Variables from earlier calls are kept; make the work smaller or faster.";
+/// Ours: the error a call gets when it used up its CPU time; placeholder `<SECONDS>`.
+pub const PYTHON_CPU_LIMIT: &str =
+    "CPU time limit exceeded (<SECONDS> s of CPU per call); variables from earlier calls are kept";
+/// Ours: after a `MemoryError`; placeholder `<MB>`.
+pub const PYTHON_MEMORY_LIMIT: &str =
+    "The sandbox's memory limit is <MB> MB: work on the data in smaller pieces.";
+/// Ours: after an `OSError` "File too large"; placeholder `<MB>`.
+pub const PYTHON_FILE_SIZE_LIMIT: &str = "The sandbox's file size limit is <MB> MB per file.";
+/// Ours: in the middle of a stream whose output was cut; placeholder `<BYTES>`.
+pub const PYTHON_OUTPUT_OMITTED: &str = "\n... (<BYTES> bytes of output omitted) ...\n";
+/// Ours: the last line of a call that created or changed files in `outputs/`; placeholder
+/// `<FILES>` (comma-separated [`PYTHON_FILE_ENTRY`]s).
+pub const PYTHON_FILES_WRITTEN: &str = "Files written: <FILES>";
+/// Ours: one file of [`PYTHON_FILES_WRITTEN`]; placeholders `<PATH>` (relative to the workspace,
+/// e.g. `outputs/report.pdf`), `<BYTES>` (with thousands separators).
+pub const PYTHON_FILE_ENTRY: &str = "<PATH> (<BYTES> bytes)";
+
+/// [`PYTHON_CRASHED`] filled with one of the `PYTHON_CAUSE_*` texts (filled).
+pub fn python_crashed(cause: &str) -> String {
+    fill(PYTHON_CRASHED, &[("<CAUSE>", cause)])
+}
+
+/// A `PYTHON_CAUSE_*` text with its one placeholder (`<MB>` or `<COUNT>`) filled.
+pub fn python_cause(template: &str, limit: u64) -> String {
+    let value = limit.to_string();
+    template
+        .replacen("<MB>", &value, 1)
+        .replacen("<COUNT>", &value, 1)
+}
+
+pub fn python_session_expired(minutes: u64) -> String {
+    fill(
+        PYTHON_SESSION_EXPIRED,
+        &[("<MINUTES>", &minutes.to_string())],
+    )
+}
+
+pub fn python_cell_timeout(seconds: u64) -> String {
+    fill(PYTHON_CELL_TIMEOUT, &[("<SECONDS>", &seconds.to_string())])
+}
+
+pub fn python_cpu_limit(seconds: u64) -> String {
+    fill(PYTHON_CPU_LIMIT, &[("<SECONDS>", &seconds.to_string())])
+}
+
+pub fn python_memory_limit(mb: u64) -> String {
+    fill(PYTHON_MEMORY_LIMIT, &[("<MB>", &mb.to_string())])
+}
+
+pub fn python_file_size_limit(mb: u64) -> String {
+    fill(PYTHON_FILE_SIZE_LIMIT, &[("<MB>", &mb.to_string())])
+}
+
+/// [`PYTHON_FILES_WRITTEN`] for `(path, bytes)` pairs.
+pub fn python_files_written(files: &[(String, u64)]) -> String {
+    let entries: Vec<String> = files
+        .iter()
+        .map(|(path, bytes)| {
+            fill(
+                PYTHON_FILE_ENTRY,
+                &[("<PATH>", path), ("<BYTES>", &thousands(*bytes))],
+            )
+        })
+        .collect();
+    fill(PYTHON_FILES_WRITTEN, &[("<FILES>", &entries.join(", "))])
+}
+
+/// `12345` → `12,345`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// run_in_terminal (crate toolbridge-tools). Ours, except TERMINAL_TIMEOUT and the truncation
+// note (seed 002), which the tool uses as they are.
+// ---------------------------------------------------------------------------------------------
+
+/// Ours: the description of `run_in_terminal` (seed 002 gives its arguments, not a description).
+pub const RUN_IN_TERMINAL_DESCRIPTION: &str = "Run a shell command with bash in this conversation's sandbox. The working directory is /workspace (with uploads/, downloads/ and outputs/, kept across calls); there is no network access and the rest of the file system is read-only. Declare the risk honestly: low for read-only commands, medium for commands that change files in /workspace, high for anything destructive or hard to undo. The runtime also classifies the command itself: high-risk and unrecognised commands need the user's approval and may be refused. Returns stdout and stderr (long output is cut) and the exit code when it is not 0; a command that runs too long is stopped.";
+
+/// Ours: the input schema of `run_in_terminal`: seed 002's `command` and `risk` (required) and
+/// `explanation` (recommended).
+pub const RUN_IN_TERMINAL_SCHEMA: &str = r##"{"type":"object","properties":{"command":{"type":"string","description":"The complete shell command line to run in /workspace."},"risk":{"type":"string","enum":["low","medium","high"],"description":"low: only reads; medium: changes files in /workspace; high: destructive or hard to undo."},"explanation":{"type":"string","description":"One sentence on why this command is run."}},"required":["command","risk"]}"##;
+
+/// Ours: a command that printed nothing and exited with 0.
+pub const TERMINAL_NO_OUTPUT: &str = "(no output)";
+/// Ours: appended when the command exited with a status other than 0; placeholder `<CODE>`.
+pub const TERMINAL_EXIT_CODE: &str = "[exit code <CODE>]";
+/// Ours: appended when the command was ended by a signal; placeholder `<SIGNAL>`.
+pub const TERMINAL_SIGNAL: &str = "[terminated by signal <SIGNAL>]";
+/// Ours: appended when the command ran into a sandbox limit; placeholder `<LIMIT>` (memory, CPU
+/// time, file size, processes, open files).
+pub const TERMINAL_LIMIT_HIT: &str = "[stopped by the sandbox's <LIMIT> limit]";
+/// Ours: appended when the output was larger than what is kept; placeholder `<BYTES>`.
+pub const TERMINAL_OUTPUT_DROPPED: &str = "[<BYTES> more bytes of output were not kept]";
+
+/// [`TERMINAL_EXIT_CODE`] filled.
+pub fn terminal_exit_code(code: i32) -> String {
+    fill(TERMINAL_EXIT_CODE, &[("<CODE>", &code.to_string())])
+}
+
+/// [`TERMINAL_SIGNAL`] filled.
+pub fn terminal_signal(signal: i32) -> String {
+    fill(TERMINAL_SIGNAL, &[("<SIGNAL>", &signal.to_string())])
+}
+
+/// [`TERMINAL_LIMIT_HIT`] filled.
+pub fn terminal_limit_hit(limit: &str) -> String {
+    fill(TERMINAL_LIMIT_HIT, &[("<LIMIT>", limit)])
+}
+
+/// [`TERMINAL_OUTPUT_DROPPED`] filled.
+pub fn terminal_output_dropped(bytes: u64) -> String {
+    fill(TERMINAL_OUTPUT_DROPPED, &[("<BYTES>", &bytes.to_string())])
+}
+
+// ---------------------------------------------------------------------------------------------
 // MCP tool results (crate toolbridge-mcp). All ours.
 // ---------------------------------------------------------------------------------------------
 
@@ -761,6 +930,27 @@ pub fn mcp_resource_link(uri: &str) -> String {
 /// Ours: binary content (`image`, `audio`, `resource`) that could not be saved.
 pub fn mcp_content_not_saved(kind: &str) -> String {
     fill(MCP_CONTENT_NOT_SAVED, &[("<KIND>", kind)])
+}
+
+// ---------------------------------------------------------------------------------------------
+// The embedded model's `auto` router (crate toolbridge-embedded). Ours. Never part of a
+// conversation: the contexts in which the model's own likelihoods of the tool names are compared.
+// ---------------------------------------------------------------------------------------------
+
+/// Ours: written after the conversation, in the assistant's turn, before each tool name whose
+/// likelihood is scored.
+pub const ROUTER_USE_PREFIX: &str = "I will use the tool ";
+/// Ours: the system prompt of the router's noisy-channel context (the user's message is scored
+/// after it, once per tool); placeholders `<TOOL_NAME>`, `<TOOL_DESCRIPTION>`.
+pub const ROUTER_CHANNEL_SYSTEM: &str =
+    "You are a helpful assistant with one tool, <TOOL_NAME>: <TOOL_DESCRIPTION>";
+
+/// [`ROUTER_CHANNEL_SYSTEM`] filled.
+pub fn router_channel_system(name: &str, description: &str) -> String {
+    fill(
+        ROUTER_CHANNEL_SYSTEM,
+        &[("<TOOL_NAME>", name), ("<TOOL_DESCRIPTION>", description)],
+    )
 }
 
 #[cfg(test)]

@@ -427,3 +427,73 @@ fn named_choice_lists_only_that_tool() {
         &serde_json::to_string_pretty(&out).unwrap(),
     );
 }
+
+#[test]
+fn rendered_workspace_texts() {
+    let lines = [
+        texts::attached_file_line("/workspace/uploads/report.pdf", 12345),
+        texts::attached_file_line("/workspace/uploads/data-2.csv", 7),
+    ];
+    check_golden("workspace.txt", &texts::attachments_note(&lines));
+}
+
+#[test]
+fn rendered_python_texts() {
+    let mut s = String::new();
+    for text in [
+        texts::PYTHON_NO_OUTPUT.to_owned(),
+        texts::PYTHON_STATE_LOST.to_owned(),
+        texts::python_crashed(&texts::python_cause(texts::PYTHON_CAUSE_MEMORY, 1024)),
+        texts::python_crashed(texts::PYTHON_CAUSE_CPU),
+        texts::python_crashed(&texts::python_cause(texts::PYTHON_CAUSE_FILE_SIZE, 256)),
+        texts::python_crashed(&texts::python_cause(texts::PYTHON_CAUSE_PROCESSES, 64)),
+        texts::python_crashed(&texts::python_cause(texts::PYTHON_CAUSE_OPEN_FILES, 256)),
+        texts::python_crashed(texts::PYTHON_CAUSE_UNKNOWN),
+        texts::python_session_expired(15),
+        texts::python_cell_timeout(120),
+        texts::python_cpu_limit(60),
+        texts::python_memory_limit(1024),
+        texts::python_file_size_limit(256),
+        texts::PYTHON_OUTPUT_OMITTED.replace("<BYTES>", "12345"),
+        texts::python_files_written(&[
+            ("outputs/report.pdf".to_owned(), 12345),
+            ("outputs/chart.png".to_owned(), 1_234_567),
+            ("outputs/empty.txt".to_owned(), 0),
+        ]),
+    ] {
+        s.push_str(&text);
+        s.push_str("\n---\n");
+    }
+    check_golden("python.txt", &s);
+}
+
+#[test]
+fn rendered_terminal_texts() {
+    let mut s = String::new();
+    for text in [
+        texts::RUN_IN_TERMINAL_DESCRIPTION.to_owned(),
+        texts::RUN_IN_TERMINAL_SCHEMA.to_owned(),
+        texts::TERMINAL_NO_OUTPUT.to_owned(),
+        texts::terminal_exit_code(2),
+        texts::terminal_signal(9),
+        texts::terminal_limit_hit("memory"),
+        texts::terminal_output_dropped(123_456),
+    ] {
+        s.push_str(&text);
+        s.push_str("\n---\n");
+    }
+    check_golden("terminal.txt", &s);
+}
+
+#[test]
+fn rendered_embedded_router_texts() {
+    let mut s = String::new();
+    s.push_str(texts::ROUTER_USE_PREFIX);
+    s.push_str("get_weather\n---\n");
+    s.push_str(&texts::router_channel_system(
+        "get_weather",
+        "Get the current weather for a city.",
+    ));
+    s.push_str("\n---\n");
+    check_golden("embedded_router.txt", &s);
+}

@@ -4,6 +4,8 @@
 //! `web_search` ([`search`]), `web_fetch` ([`web_fetch`]), `fetch_image` ([`fetch_image`]),
 //! `image_generate` ([`images`]) and `save_memory` ([`save_memory`], stores in [`memory`]); and
 //! the outbound-fetch guard every URL a model chose goes through ([`net`], SECURITY.md §1).
+//! `run_in_terminal` ([`terminal`], seed 002's arguments) runs shell commands in the sandbox, with a
+//! risk the runtime classifies itself ([`terminal::risk`], SECURITY.md §2).
 //!
 //! Tools that write files need the conversation workspace (`ToolContext::workspace`, with
 //! `uploads/`, `downloads/`, `outputs/`); without one they refuse with a tool error. The model is
@@ -15,9 +17,12 @@ pub mod fetch_image;
 pub mod images;
 pub mod memory;
 pub mod net;
+pub mod python;
 pub mod save_memory;
 pub mod search;
+pub mod terminal;
 pub mod web_fetch;
+pub mod workspace;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -38,6 +43,8 @@ pub enum Builtin {
     WebSearch,
     WebFetch,
     FetchImage,
+    PythonExecute,
+    RunInTerminal,
     ImageGenerate,
     SaveMemory,
 }
@@ -63,6 +70,18 @@ pub struct ToolsConfig {
     pub images: Option<ImagesConfig>,
     #[serde(default)]
     pub memory: MemoryConfig,
+    /// `[tools.python]`: `python_execute`'s interpreter sessions.
+    #[serde(default)]
+    pub python: python::PythonConfig,
+    /// `[tools.sandbox]`: the isolation model-written code runs in.
+    #[serde(default)]
+    pub sandbox: toolbridge_sandbox::SandboxConfig,
+    /// `[tools.terminal]`: `run_in_terminal`'s timeout and output cut.
+    #[serde(default)]
+    pub terminal: terminal::TerminalConfig,
+    /// `[tools.workspaces]`: where conversation workspaces live and when idle ones are removed.
+    #[serde(default)]
+    pub workspaces: workspace::WorkspacesConfig,
 }
 
 impl ToolsConfig {
@@ -112,6 +131,32 @@ pub fn register_with(
     if config.is_enabled(Builtin::FetchImage) {
         toolbox.add(Arc::new(fetch_image::FetchImage::new(guard.clone())))?;
     }
+    // One sandbox (probed once) for the tools that run code.
+    let needs_sandbox =
+        config.is_enabled(Builtin::PythonExecute) || config.is_enabled(Builtin::RunInTerminal);
+    let shared_sandbox = if needs_sandbox {
+        Some(
+            toolbridge_sandbox::Sandbox::new(config.sandbox.clone())
+                .map_err(|e| SetupError::Config(e.to_string()))?,
+        )
+    } else {
+        None
+    };
+    if let (true, Some(sandbox)) = (
+        config.is_enabled(Builtin::PythonExecute),
+        shared_sandbox.clone(),
+    ) {
+        toolbox.add(Arc::new(python::PythonExecute::new(
+            sandbox,
+            config.python.clone(),
+        )))?;
+    }
+    if let (true, Some(sandbox)) = (config.is_enabled(Builtin::RunInTerminal), shared_sandbox) {
+        toolbox.add(Arc::new(terminal::RunInTerminal::new(
+            sandbox,
+            config.terminal.clone(),
+        )))?;
+    }
     if config.is_enabled(Builtin::ImageGenerate) {
         let endpoint = match &config.images {
             Some(c) => Some(ImagesEndpoint::from_config(c, env).map_err(SetupError::Config)?),
@@ -143,12 +188,33 @@ pub async fn memories_for(config: &ToolsConfig, user: &str) -> Result<Vec<String
     Ok(memory::active_lines(store.as_ref(), user).await?)
 }
 
-/// The conversation workspace on the host: `[tools] workspace`, else
-/// `$XDG_DATA_HOME/toolbridge/workspaces/<conversation>`.
+/// The conversation workspace on the host: `[tools] workspace` (one fixed folder), else
+/// `<[tools.workspaces] root>/<conversation>` (default root `$XDG_DATA_HOME/toolbridge/workspaces`).
 pub fn workspace_for(config: &ToolsConfig, conversation: &str) -> Option<PathBuf> {
     if let Some(w) = &config.workspace {
         return Some(w.clone());
     }
-    let safe = common::safe_stem(conversation).unwrap_or_else(|| "default".to_owned());
-    memory::default_sqlite_path().and_then(|p| p.parent().map(|d| d.join("workspaces").join(safe)))
+    let safe = if workspace::valid_conversation(conversation) {
+        conversation.to_owned()
+    } else {
+        common::safe_stem(conversation).unwrap_or_else(|| "default".to_owned())
+    };
+    config.workspaces.root().map(|root| root.join(safe))
+}
+
+/// Opens (creating, marking as used) the workspace of a conversation.
+pub fn open_workspace(
+    config: &ToolsConfig,
+    conversation: &str,
+) -> Result<workspace::Workspace, workspace::WorkspaceError> {
+    match &config.workspace {
+        Some(fixed) => workspace::Workspace::at(fixed.clone()),
+        None => {
+            let root = config
+                .workspaces
+                .root()
+                .ok_or(workspace::WorkspaceError::NoRoot)?;
+            workspace::Workspace::open(&root, conversation)
+        }
+    }
 }

@@ -6,6 +6,10 @@
 //! operator who wants a person to confirm each write sets `[tools] save_memory_approval = true`
 //! (the tool then requires approval and the `[agent.approvals]` default decides, `ask` unless
 //! changed) or `[agent.approvals] per_tool = { save_memory = "ask" }`.
+//!
+//! Whatever the configuration, once tool output has reached the model in a run a `save_memory`
+//! call is tightened to at least `[agent.approvals] after_tool_output` (`ask`): an instruction
+//! injected into a web page or a file cannot write a memory unseen.
 
 use std::sync::Arc;
 
@@ -51,6 +55,13 @@ impl Tool for SaveMemory {
 
     fn requires_approval(&self) -> bool {
         self.approval
+    }
+
+    /// SECURITY.md §3: an instruction injected into a web page or a file must not write a memory
+    /// unseen; once tool output has reached the model, calls ask (`[agent.approvals]
+    /// after_tool_output`).
+    fn guarded_after_tool_output(&self) -> bool {
+        true
     }
 
     fn invoke(

@@ -5,3 +5,4 @@ pub mod mcp;
 pub mod render;
 pub mod session;
 pub mod setup;
+pub mod workspace;

@@ -57,9 +57,14 @@ impl Session {
         })
     }
 
-    /// The context of one run (workspace, user, a fresh cancellation token).
-    pub fn context(&self) -> ToolContext {
-        setup::context(&self.tools)
+    /// The context of one run of a conversation (workspace, user, a fresh cancellation token).
+    pub fn context(&self, conversation: &str) -> ToolContext {
+        setup::context(&self.tools, conversation)
+    }
+
+    /// `[tools]` of the configuration.
+    pub fn tools(&self) -> &ToolsConfig {
+        &self.tools
     }
 
     /// Stops the MCP servers.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use serde::Deserialize;
-use toolbridge_agent::approval::Approvals;
+use toolbridge_agent::approval::{ApprovalPolicy, Approvals, CallRisk};
 use toolbridge_agent::skills::{load_dirs, SkillSet, DEFAULT_SKILL_TOOL};
 use toolbridge_agent::{Agent, AgentConfig, ToolContext, Toolbox, ToolboxConfig};
 use toolbridge_protocol::mode::ToolMode;
@@ -82,6 +82,11 @@ pub struct AgentArgs {
     /// The command line is split like a shell would (quotes work; no variables or pipes).
     #[arg(long = "mcp", value_name = "NAME=COMMAND")]
     pub mcp: Vec<String>,
+    /// Tighten the approval policy of one risk level of `run_in_terminal` calls (repeatable):
+    /// `--approve-risk high=deny`, `--approve-risk low=ask`. Levels low, medium, high, unknown;
+    /// policies allow, ask, deny. It can only tighten `[agent.approvals.risk]`, never loosen it.
+    #[arg(long = "approve-risk", value_name = "LEVEL=POLICY", value_parser = crate::agent::approve::parse_risk_override)]
+    pub approve_risk: Vec<(CallRisk, ApprovalPolicy)>,
 }
 
 /// Everything a run needs, resolved.
@@ -184,7 +189,7 @@ fn assemble(
             .clone()
             .or_else(|| section.system_prompt.clone()),
         skill_tool,
-        approvals: section.approvals.clone(),
+        approvals: crate::agent::approve::with_overrides(&section.approvals, &args.approve_risk),
         memories,
     };
     let agent = Agent::new(model, toolbox, skills, config)?;
@@ -233,9 +238,11 @@ pub fn memories(tools: &ToolsConfig, user: &str) -> Vec<String> {
     }
 }
 
-/// The tool context of a CLI run: the local user, the default conversation and its workspace.
-pub fn context(tools: &ToolsConfig) -> ToolContext {
-    let mut context = ToolContext::default();
-    context.workspace = toolbridge_tools::workspace_for(tools, &context.conversation);
-    context
+/// The tool context of a CLI run: the local user, the conversation and its workspace.
+pub fn context(tools: &ToolsConfig, conversation: &str) -> ToolContext {
+    ToolContext {
+        workspace: toolbridge_tools::workspace_for(tools, conversation),
+        conversation: conversation.to_owned(),
+        ..ToolContext::default()
+    }
 }

@@ -10,12 +10,15 @@ use toolbridge_protocol::types::Message;
 use crate::agent::render::Renderer;
 use crate::agent::session::Session;
 use crate::agent::setup::AgentArgs;
+use crate::agent::workspace::{report_outputs, RunWorkspace, WorkspaceArgs};
 
 /// Chat with the agent. Commands: /tools, /skills, /reset, /quit.
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
     agent: AgentArgs,
+    #[command(flatten)]
+    workspace: WorkspaceArgs,
 }
 
 fn history_file() -> Option<std::path::PathBuf> {
@@ -29,6 +32,7 @@ fn history_file() -> Option<std::path::PathBuf> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let session = Session::start(&args.agent, true)?;
+    let (mut workspace, mut note) = RunWorkspace::start(&args.workspace, session.tools())?;
     let agent = &session.agent;
     let mut editor = rustyline::DefaultEditor::new().context("starting the line editor")?;
     let history = history_file();
@@ -36,8 +40,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let _ = editor.load_history(h);
     }
     eprintln!(
-        "toolbridge chat — model {}; /tools, /skills, /reset, /quit",
-        session.model_name
+        "toolbridge chat — model {}, conversation {}; /tools, /skills, /reset, /quit",
+        session.model_name, workspace.conversation
     );
     let mut conversation: Vec<Message> = Vec::new();
     loop {
@@ -84,9 +88,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             _ => {}
         }
+        // The attachments are announced with the first message.
+        let line = if note.is_empty() {
+            line
+        } else {
+            format!("{line}\n\n{}", std::mem::take(&mut note))
+        };
         conversation.push(Message::user(line));
         let state = session.runtime.block_on(async {
-            let context = session.context();
+            let context = session.context(&workspace.conversation);
             let cancel = context.cancel.clone();
             let watcher = tokio::spawn(async move {
                 if tokio::signal::ctrl_c().await.is_ok() {
@@ -102,6 +112,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             run.state()
         });
         conversation = state.messages;
+        report_outputs(&workspace.take_outputs());
     }
     if let Some(h) = &history {
         if let Some(dir) = h.parent() {

@@ -5,5 +5,7 @@ pub mod net;
 pub mod parse;
 pub mod prompt;
 pub mod run;
+pub mod sandbox;
 pub mod serve;
 pub mod tools;
+pub mod workspaces;

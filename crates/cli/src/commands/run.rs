@@ -11,6 +11,7 @@ use toolbridge_protocol::types::Message;
 use crate::agent::render::{exit_code, Renderer};
 use crate::agent::session::Session;
 use crate::agent::setup::AgentArgs;
+use crate::agent::workspace::{report_outputs, RunWorkspace, WorkspaceArgs};
 
 /// Run the agent on one prompt.
 ///
@@ -24,6 +25,8 @@ pub struct Args {
     prompt: String,
     #[command(flatten)]
     agent: AgentArgs,
+    #[command(flatten)]
+    workspace: WorkspaceArgs,
     /// Print the run's events as JSON lines instead of the answer.
     #[arg(long)]
     json: bool,
@@ -43,9 +46,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.prompt.clone()
     };
     let session = Session::start(&args.agent, false)?;
+    let (mut workspace, note) = RunWorkspace::start(&args.workspace, session.tools())?;
+    let prompt = if note.is_empty() {
+        prompt
+    } else {
+        format!("{prompt}\n\n{note}")
+    };
     let agent = &session.agent;
     let state = session.runtime.block_on(async {
-        let context = session.context();
+        let context = session.context(&workspace.conversation);
         let cancel = context.cancel.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
@@ -60,6 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         run.state()
     });
     session.shutdown();
+    report_outputs(&workspace.take_outputs());
     if let Some(path) = &args.transcript {
         let json = serde_json::to_string_pretty(&state).context("encoding the transcript")?;
         std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;

@@ -1,0 +1,119 @@
+//! The conversation workspace of a CLI run: its id (`--conversation`, else a new one), the files
+//! `--attach` copies into `uploads/`, the idle-workspace clean-up, and the report of what the
+//! model wrote to `outputs/`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use toolbridge_protocol::texts;
+use toolbridge_tools::workspace::{self, OutputFile, OutputsSnapshot};
+use toolbridge_tools::ToolsConfig;
+
+/// `--conversation` and `--attach`, shared by `run` and `chat`.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct WorkspaceArgs {
+    /// The conversation id: its workspace (uploads/, downloads/, outputs/) is kept between runs
+    /// under this name. Default: a new conversation.
+    #[arg(long, value_name = "ID")]
+    pub conversation: Option<String>,
+    /// Copy a file into the conversation's uploads/ folder and tell the model about it (repeatable).
+    #[arg(long = "attach", value_name = "FILE")]
+    pub attach: Vec<PathBuf>,
+}
+
+/// The workspace side of one CLI session.
+pub struct RunWorkspace {
+    pub conversation: String,
+    /// The host folder (created on first use by a tool or by `--attach`).
+    pub path: Option<PathBuf>,
+    before: OutputsSnapshot,
+    tools: ToolsConfig,
+}
+
+impl RunWorkspace {
+    /// Picks the conversation, removes idle workspaces (never this one) and copies attachments.
+    /// Returns the note for the model listing the attachments (empty without any).
+    pub fn start(
+        args: &WorkspaceArgs,
+        tools: &ToolsConfig,
+    ) -> anyhow::Result<(RunWorkspace, String)> {
+        let conversation = match &args.conversation {
+            Some(id) if workspace::valid_conversation(id) => id.clone(),
+            Some(id) => anyhow::bail!(
+                "--conversation {id:?}: use 1-100 letters, digits, '-', '_' or '.' (not starting with '.')"
+            ),
+            None => workspace::new_conversation_id(),
+        };
+        if tools.workspace.is_none() {
+            if let (Some(root), Some(idle)) =
+                (tools.workspaces.root(), tools.workspaces.idle_limit())
+            {
+                for gone in workspace::clean_idle(&root, idle, Some(&conversation)) {
+                    eprintln!(
+                        "removed the idle workspace of conversation {}",
+                        gone.conversation
+                    );
+                }
+            }
+        }
+        let path = toolbridge_tools::workspace_for(tools, &conversation);
+        let mut note = String::new();
+        let mut before = OutputsSnapshot::default();
+        if !args.attach.is_empty() || path.as_deref().is_some_and(Path::exists) {
+            let ws = toolbridge_tools::open_workspace(tools, &conversation)
+                .context("opening the conversation workspace")?;
+            before = ws.outputs();
+            let mut lines = Vec::new();
+            for file in &args.attach {
+                let shown = ws
+                    .attach(file)
+                    .with_context(|| format!("--attach {}", file.display()))?;
+                let size = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+                eprintln!("attached {} as {shown}", file.display());
+                lines.push(texts::attached_file_line(&shown, size));
+            }
+            if !lines.is_empty() {
+                note = texts::attachments_note(&lines);
+            }
+        }
+        Ok((
+            RunWorkspace {
+                conversation,
+                path,
+                before,
+                tools: tools.clone(),
+            },
+            note,
+        ))
+    }
+
+    /// The files written to `outputs/` since the start (or the last call), marking the workspace
+    /// as used; nothing when no tool created the workspace.
+    pub fn take_outputs(&mut self) -> Vec<OutputFile> {
+        if !self.path.as_deref().is_some_and(Path::exists) {
+            return Vec::new();
+        }
+        match toolbridge_tools::open_workspace(&self.tools, &self.conversation) {
+            Ok(ws) => {
+                let new = ws.new_outputs(&self.before);
+                self.before = ws.outputs();
+                new
+            }
+            Err(e) => {
+                eprintln!("toolbridge: warning: workspace: {e}");
+                Vec::new()
+            }
+        }
+    }
+}
+
+/// Prints the produced files to standard error.
+pub fn report_outputs(files: &[OutputFile]) {
+    if files.is_empty() {
+        return;
+    }
+    eprintln!("files written to outputs/:");
+    for f in files {
+        eprintln!("  {}  ({} bytes)", f.path.display(), f.size);
+    }
+}

@@ -1,0 +1,279 @@
+//! [`Sandbox`]: picks a backend once, then turns [`RunSpec`]s into ready-to-spawn commands.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::bwrap::Bwrap;
+use crate::config::{BackendChoice, Limits, SandboxConfig};
+use crate::error::SandboxError;
+use crate::landlock::Landlock;
+use crate::{python, workspace};
+
+/// The uid/gid sandboxed code runs as when toolbridge runs as root (`nobody`/`nogroup`): the
+/// kernel never enforces RLIMIT_NPROC for uid 0 (nor for a user namespace mapping it), and an
+/// unprivileged uid holds no capability after the switch.
+pub const SANDBOX_UID: u32 = 65534;
+pub const SANDBOX_GID: u32 = 65534;
+
+/// What isolation a [`Sandbox`] gives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Isolation {
+    Bubblewrap { version: String },
+    Landlock { abi: u32 },
+    Unsandboxed,
+}
+
+impl std::fmt::Display for Isolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Bubblewrap { version } => write!(f, "bubblewrap {version}"),
+            Self::Landlock { abi } => write!(f, "landlock (ABI {abi}) + seccomp"),
+            Self::Unsandboxed => f.write_str("unsandboxed (no isolation)"),
+        }
+    }
+}
+
+/// One command to run in the sandbox.
+#[derive(Clone, Copy, Debug)]
+pub struct RunSpec<'a> {
+    /// Host path of the conversation workspace: read-write inside, and the working directory.
+    pub workspace: &'a Path,
+    /// The program, as seen inside (e.g. [`Sandbox::python`] or `/bin/bash`).
+    pub program: &'a Path,
+    pub args: &'a [String],
+    /// Added to the cleared environment (after the sandbox's own variables, so it may override
+    /// them).
+    pub env: &'a [(String, String)],
+    /// `None`: the configuration's limits.
+    pub limits: Option<&'a Limits>,
+}
+
+/// A configured sandbox; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Sandbox {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: SandboxConfig,
+    isolation: Isolation,
+    backend: Backend,
+    python: PathBuf,
+    /// `Some` when we are root: sandboxed code runs as this unprivileged uid/gid.
+    run_as: Option<(u32, u32)>,
+}
+
+#[derive(Debug)]
+enum Backend {
+    Bubblewrap(Bwrap),
+    Landlock(Landlock),
+    Unsandboxed,
+}
+
+impl Sandbox {
+    /// Probes the configured backend once (a real test run for bubblewrap).
+    pub fn new(config: SandboxConfig) -> Result<Sandbox, SandboxError> {
+        let run_as = if rustix::process::geteuid().is_root() {
+            Some((SANDBOX_UID, SANDBOX_GID))
+        } else {
+            None
+        };
+        let backend = match pick_backend(&config, run_as) {
+            Ok(backend) => backend,
+            Err(err) if config.allow_unsandboxed => {
+                tracing::warn!(
+                    reason = %err,
+                    "no sandbox available; running model-written code UNSANDBOXED because \
+                     [tools.sandbox] allow_unsandboxed = true: it can read and change anything \
+                     this user can, and reach the network"
+                );
+                Backend::Unsandboxed
+            }
+            Err(err) => return Err(err),
+        };
+        let isolation = match &backend {
+            Backend::Bubblewrap(b) => Isolation::Bubblewrap {
+                version: b.version.clone(),
+            },
+            Backend::Landlock(l) => Isolation::Landlock { abi: l.abi },
+            Backend::Unsandboxed => Isolation::Unsandboxed,
+        };
+        // Unsandboxed code runs as we do; there is no other uid to hand the workspace to.
+        let run_as = run_as.filter(|_| !matches!(backend, Backend::Unsandboxed));
+        let python = python::resolve(
+            &config,
+            matches!(backend, Backend::Landlock(_)) && run_as.is_some(),
+        );
+        Ok(Sandbox {
+            inner: Arc::new(Inner {
+                config,
+                isolation,
+                backend,
+                python,
+                run_as,
+            }),
+        })
+    }
+
+    pub fn isolation(&self) -> &Isolation {
+        &self.inner.isolation
+    }
+
+    pub fn config(&self) -> &SandboxConfig {
+        &self.inner.config
+    }
+
+    /// The interpreter for `python_execute`, usable inside the sandbox.
+    pub fn python(&self) -> &Path {
+        &self.inner.python
+    }
+
+    /// The uid sandboxed code runs as, when it differs from ours (we are root).
+    pub fn sandbox_uid(&self) -> Option<u32> {
+        self.inner.run_as.map(|(uid, _)| uid)
+    }
+
+    /// Creates `host/{uploads,downloads,outputs}` and, when sandboxed code runs as another uid,
+    /// hands the workspace to that uid.
+    pub fn prepare_workspace(&self, host: &Path) -> Result<(), SandboxError> {
+        let check_reachable = matches!(self.inner.backend, Backend::Landlock(_));
+        workspace::prepare(host, self.inner.run_as, check_reachable)
+    }
+
+    /// Where the workspace appears to sandboxed code.
+    pub fn workspace_inside(&self, host: &Path) -> PathBuf {
+        match self.inner.backend {
+            Backend::Bubblewrap(_) => PathBuf::from(crate::bwrap::WORKSPACE),
+            Backend::Landlock(_) | Backend::Unsandboxed => host.to_path_buf(),
+        }
+    }
+
+    /// A command running `spec` in the sandbox: its own process group (see [`kill_group`]),
+    /// `kill_on_drop`, cleared environment. Stdio is left to the caller.
+    pub fn command(&self, spec: &RunSpec<'_>) -> Result<tokio::process::Command, SandboxError> {
+        let inner = &self.inner;
+        let workspace =
+            std::fs::canonicalize(spec.workspace).map_err(|e| SandboxError::Workspace {
+                path: spec.workspace.to_path_buf(),
+                reason: format!("{e} (call prepare_workspace first)"),
+            })?;
+        if !workspace.is_dir() {
+            return Err(SandboxError::Workspace {
+                path: workspace,
+                reason: "not a directory".into(),
+            });
+        }
+        let limits = spec.limits.unwrap_or(&inner.config.limits);
+        let inside = self.workspace_inside(&workspace);
+        let tmp = match inner.backend {
+            Backend::Bubblewrap(_) => PathBuf::from("/tmp"),
+            Backend::Landlock(_) | Backend::Unsandboxed => {
+                workspace::private_tmp(&workspace, inner.run_as)?
+            }
+        };
+        let env = environment(&inner.python, &inside, &tmp, spec.env);
+        let extra_ro = python::visible_roots(&inner.python)
+            .into_iter()
+            .chain(
+                python::OPTIONAL_SYSTEM_PATHS
+                    .iter()
+                    .map(PathBuf::from)
+                    .filter(|p| p.exists()),
+            )
+            .chain(inner.config.read_only_paths.iter().cloned())
+            .collect::<Vec<_>>();
+        let mut cmd = match &inner.backend {
+            Backend::Bubblewrap(b) => {
+                b.command(&workspace, &extra_ro, &env, limits, inner.run_as, spec)
+            }
+            Backend::Landlock(l) => {
+                l.command(&workspace, &extra_ro, &env, limits, inner.run_as, spec)?
+            }
+            Backend::Unsandboxed => {
+                tracing::warn!(
+                    program = %spec.program.display(),
+                    "running model-written code UNSANDBOXED ([tools.sandbox] allow_unsandboxed = true)"
+                );
+                let mut cmd = tokio::process::Command::new(spec.program);
+                cmd.args(spec.args)
+                    .env_clear()
+                    .envs(env.iter().map(|(k, v)| (k, v)))
+                    .current_dir(&workspace)
+                    .process_group(0);
+                cmd
+            }
+        };
+        cmd.kill_on_drop(true);
+        Ok(cmd)
+    }
+}
+
+/// The sandboxed program's whole environment: nothing of ours is inherited (no keys, tokens or
+/// proxies), only these and the caller's `extra`.
+fn environment(
+    python: &Path,
+    home: &Path,
+    tmp: &Path,
+    extra: &[(String, String)],
+) -> Vec<(String, String)> {
+    let mut path = String::new();
+    // A venv's bin first, so `python`/`pip` in a terminal command mean the sandbox's Python.
+    if let Some(bin) = python.parent().filter(|b| !python::is_system_dir(b)) {
+        path.push_str(&bin.to_string_lossy());
+        path.push(':');
+    }
+    path.push_str("/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin");
+    let tmp = tmp.to_string_lossy().into_owned();
+    let mut env = vec![
+        ("PATH".to_owned(), path),
+        ("HOME".to_owned(), home.to_string_lossy().into_owned()),
+        // bubblewrap sets it with --chdir; set everywhere for one environment on every backend.
+        ("PWD".to_owned(), home.to_string_lossy().into_owned()),
+        ("LANG".to_owned(), "C.UTF-8".to_owned()),
+        ("TMPDIR".to_owned(), tmp.clone()),
+        ("MPLCONFIGDIR".to_owned(), tmp),
+    ];
+    for (key, value) in extra {
+        env.retain(|(k, _)| k != key);
+        env.push((key.clone(), value.clone()));
+    }
+    env
+}
+
+fn pick_backend(
+    config: &SandboxConfig,
+    run_as: Option<(u32, u32)>,
+) -> Result<Backend, SandboxError> {
+    match config.backend {
+        BackendChoice::Bubblewrap => Bwrap::probe(config.bwrap.as_deref(), run_as)
+            .map(Backend::Bubblewrap)
+            .map_err(|reason| SandboxError::BubblewrapUnavailable { reason }),
+        BackendChoice::Landlock => Landlock::probe()
+            .map(Backend::Landlock)
+            .map_err(|reason| SandboxError::LandlockUnavailable { reason }),
+        BackendChoice::Auto => match Bwrap::probe(config.bwrap.as_deref(), run_as) {
+            Ok(b) => Ok(Backend::Bubblewrap(b)),
+            Err(bwrap_reason) => match Landlock::probe() {
+                Ok(l) => {
+                    tracing::info!(reason = %bwrap_reason, "bubblewrap unusable; sandboxing with Landlock + seccomp");
+                    Ok(Backend::Landlock(l))
+                }
+                Err(landlock_reason) => Err(SandboxError::Unavailable {
+                    reason: format!("bubblewrap: {bwrap_reason}; landlock: {landlock_reason}"),
+                }),
+            },
+        },
+    }
+}
+
+/// Kills (SIGKILL) the process group the sandboxed command leads, and with it everything it
+/// started (bubblewrap's `--die-with-parent` and PID namespace take the inner processes down).
+pub fn kill_group(child: &tokio::process::Child) {
+    if let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) {
+        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+            // ESRCH (already gone) is the expected race; nothing to report.
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+}

@@ -1,0 +1,348 @@
+# The python_execute driver: one persistent interpreter inside the sandbox, speaking JSON lines
+# with the host (crates/tools/src/python/session.rs).
+#
+# Requests on stdin, one per line:
+#   {"id": N, "code": "..."}   run a cell
+#   {"interrupt": N}           interrupt cell N if it is still running (SIGINT to the main thread)
+# Replies on the original stdout, one per cell:
+#   {"id", "stdout", "stderr", "value", "error", "error_type", "interrupted", "cpu_limit",
+#    "truncated"}
+# The first line written is {"ready": true, "python": "<version>"}.
+#
+# Configuration comes as one JSON argument (sys.argv[1]): max_output_bytes, cpu_secs (per cell;
+# 0 = no per-cell limit), cpu_message and omitted_note (model-facing texts, owned by texts.rs).
+
+import ast
+import builtins
+import json
+import linecache
+import math
+import os
+import queue
+import resource
+import signal
+import sys
+import threading
+import traceback
+import types
+
+DRIVER_FILE = sys._getframe().f_code.co_filename
+CONFIG = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+MAX_OUTPUT = int(CONFIG.get("max_output_bytes", 100_000))
+CPU_SECS = int(CONFIG.get("cpu_secs", 0))
+CPU_MESSAGE = CONFIG.get("cpu_message", "CPU time limit exceeded")
+OMITTED_NOTE = CONFIG.get("omitted_note", "\n... (<BYTES> bytes omitted) ...\n")
+
+# The protocol gets private copies of fds 0 and 1 (os.dup makes them non-inheritable, so
+# subprocesses of a cell never see them); fd 0 becomes /dev/null, so code that reads stdin gets
+# EOF instead of eating requests, and between cells fd 1 points at stderr, so stray writes from
+# background threads land in the host's log instead of corrupting the protocol.
+_proto_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
+_proto_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+_devnull = os.open(os.devnull, os.O_RDWR)
+os.dup2(_devnull, 0)
+os.close(_devnull)
+os.dup2(2, 1)
+_write_lock = threading.Lock()
+# Line-buffered, so a cell's prints land in order with what its subprocesses write to the same fd.
+for _stream in (sys.stdout, sys.stderr):
+    try:
+        _stream.reconfigure(line_buffering=True)
+    except (AttributeError, ValueError):
+        pass
+
+
+def send(message):
+    line = json.dumps(message, ensure_ascii=True)
+    with _write_lock:
+        _proto_out.write(line + "\n")
+        _proto_out.flush()
+
+
+class CPUTimeLimitExceeded(BaseException):
+    """Raised in a cell when it used up its CPU budget (BaseException: `except Exception` in the
+    cell must not swallow it)."""
+
+
+class _State:
+    running = None  # id of the running cell
+    in_cell = False  # the main thread is inside the cell's code
+    pending = False  # an interrupt for the running cell arrived
+    lock = threading.Lock()
+
+
+STATE = _State()
+MAIN_IDENT = threading.main_thread().ident
+
+
+def on_sigint(signum, frame):
+    if STATE.in_cell:
+        STATE.in_cell = False
+        raise KeyboardInterrupt
+
+
+def on_sigxcpu(signum, frame):
+    # The kernel repeats SIGXCPU every second past the soft limit; move it a little so the driver
+    # can finish the reply before the next one (the hard limit stays where the sandbox put it).
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if soft != resource.RLIM_INFINITY:
+        bumped = soft + 5
+        if hard != resource.RLIM_INFINITY:
+            bumped = min(bumped, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_CPU, (bumped, hard))
+        except (ValueError, OSError):
+            pass
+    if STATE.in_cell:
+        STATE.in_cell = False
+        raise CPUTimeLimitExceeded(CPU_MESSAGE)
+
+
+def set_cpu_budget():
+    if CPU_SECS <= 0:
+        return
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    soft = math.ceil(usage.ru_utime + usage.ru_stime) + CPU_SECS
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    except (ValueError, OSError):
+        pass
+
+
+class Capture:
+    """Points fd `fd` at a pipe for the duration of a cell and drains it in a thread, keeping the
+    first and last halves of MAX_OUTPUT bytes."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.lock = threading.Lock()
+        self.half = MAX_OUTPUT // 2
+        self.tail_keep = MAX_OUTPUT - self.half
+        read_end, write_end = os.pipe()
+        self.saved = os.dup(fd)
+        os.dup2(write_end, fd)
+        os.close(write_end)
+        self.thread = threading.Thread(target=self._drain, args=(read_end,), daemon=True)
+        self.thread.start()
+
+    def _drain(self, read_end):
+        try:
+            while True:
+                chunk = os.read(read_end, 65536)
+                if not chunk:
+                    break
+                with self.lock:
+                    self._add(chunk)
+        finally:
+            os.close(read_end)
+
+    def _add(self, chunk):
+        self.total += len(chunk)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        if len(self.tail) > 2 * self.tail_keep:
+            del self.tail[: len(self.tail) - self.tail_keep]
+
+    def finish(self):
+        os.dup2(self.saved, self.fd)
+        os.close(self.saved)
+        # A background process started by the cell may keep the pipe open: take what came so far.
+        self.thread.join(0.5)
+        with self.lock:
+            tail = bytes(self.tail[-self.tail_keep :]) if self.tail_keep else b""
+            kept = len(self.head) + len(tail)
+            omitted = self.total - kept
+            text = self.head.decode("utf-8", "replace")
+            if omitted > 0:
+                text += OMITTED_NOTE.replace("<BYTES>", str(omitted))
+            text += tail.decode("utf-8", "replace")
+            return text, omitted > 0
+
+
+def cap_text(text):
+    data = text.encode("utf-8", "replace")
+    if len(data) <= MAX_OUTPUT:
+        return text, False
+    half = MAX_OUTPUT // 2
+    omitted = len(data) - MAX_OUTPUT
+    out = data[:half].decode("utf-8", "replace")
+    out += OMITTED_NOTE.replace("<BYTES>", str(omitted))
+    out += data[len(data) - (MAX_OUTPUT - half) :].decode("utf-8", "replace")
+    return out, True
+
+
+def format_error(exc):
+    te = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+    # Frames of the driver itself are noise to the model; keep the cell's and the libraries'.
+    te.stack = traceback.StackSummary.from_list(
+        [f for f in te.stack if f.filename != DRIVER_FILE]
+    )
+    return "".join(te.format())
+
+
+def flush_std():
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:
+            pass
+
+
+NAMESPACE_MODULE = types.ModuleType("__main__")
+NAMESPACE_MODULE.__dict__["__builtins__"] = builtins
+# Cells run in a module of their own registered as __main__, so classes they define pickle and
+# `if __name__ == "__main__"` holds, while the driver's own names stay out of their way.
+sys.modules["__main__"] = NAMESPACE_MODULE
+NAMESPACE = NAMESPACE_MODULE.__dict__
+
+
+def run_cell(cell_id, number, code):
+    filename = "<cell %d>" % number
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    reply = {
+        "id": cell_id,
+        "stdout": "",
+        "stderr": "",
+        "value": None,
+        "error": None,
+        "error_type": None,
+        "interrupted": False,
+        "cpu_limit": False,
+        "truncated": False,
+    }
+    flush_std()
+    out = Capture(1)
+    err = Capture(2)
+    value = None
+    has_value = False
+    signal.signal(signal.SIGINT, on_sigint)
+    signal.signal(signal.SIGXCPU, on_sigxcpu)
+    set_cpu_budget()
+    try:
+        try:
+            try:
+                tree = ast.parse(code, filename, "exec")
+            except SyntaxError as exc:
+                reply["error_type"] = type(exc).__name__
+                reply["error"] = "".join(traceback.format_exception_only(type(exc), exc))
+                tree = ast.Module(body=[], type_ignores=[])
+            last = None
+            if tree.body and isinstance(tree.body[-1], ast.Expr):
+                last = ast.Expression(tree.body.pop().value)
+            body = compile(tree, filename, "exec")
+            tail = compile(last, filename, "eval") if last is not None else None
+            with STATE.lock:
+                if STATE.pending:
+                    # Interrupted before it started (the signal found no cell to stop).
+                    raise KeyboardInterrupt
+                STATE.in_cell = True
+            exec(body, NAMESPACE)
+            if tail is not None:
+                value = eval(tail, NAMESPACE)
+                has_value = True
+            STATE.in_cell = False
+        except BaseException as exc:
+            STATE.in_cell = False
+            if isinstance(exc, KeyboardInterrupt):
+                reply["interrupted"] = True
+            if isinstance(exc, CPUTimeLimitExceeded):
+                reply["cpu_limit"] = True
+            reply["error_type"] = type(exc).__name__
+            reply["error"] = format_error(exc)
+    except KeyboardInterrupt:
+        # An interrupt that landed between the cell's end and the flag being cleared.
+        STATE.in_cell = False
+        reply["interrupted"] = True
+        reply["error_type"] = "KeyboardInterrupt"
+        reply["error"] = "KeyboardInterrupt\n"
+    with STATE.lock:
+        STATE.running = None
+    flush_std()
+    reply["stdout"], t1 = out.finish()
+    reply["stderr"], t2 = err.finish()
+    if has_value and value is not None:
+        NAMESPACE["_"] = value
+        try:
+            reply["value"], t3 = cap_text(repr(value))
+        except BaseException as exc:
+            reply["error_type"] = type(exc).__name__
+            reply["error"] = format_error(exc)
+            t3 = False
+    else:
+        t3 = False
+    reply["truncated"] = t1 or t2 or t3
+    if CPU_SECS > 0:
+        # Outside cells the budget is the whole hard limit again (the driver's own bookkeeping
+        # must never be the thing that trips it).
+        _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        try:
+            resource.setrlimit(resource.RLIMIT_CPU, (hard, hard))
+        except (ValueError, OSError):
+            pass
+    return reply
+
+
+def reader(requests):
+    for line in _proto_in:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if "interrupt" in message:
+            with STATE.lock:
+                if STATE.running is not None and STATE.running == message["interrupt"]:
+                    STATE.pending = True
+                    signal.pthread_kill(MAIN_IDENT, signal.SIGINT)
+        elif "code" in message:
+            with STATE.lock:
+                # Set here, not in the main thread, so an interrupt that follows its request
+                # closely is never missed.
+                STATE.running = message.get("id")
+                STATE.pending = False
+            requests.put(message)
+    # The host is gone: nobody will read our results.
+    os._exit(0)
+
+
+def main():
+    signal.signal(signal.SIGINT, on_sigint)
+    requests = queue.Queue()
+    threading.Thread(target=reader, args=(requests,), daemon=True).start()
+    send({"ready": True, "python": sys.version.split()[0]})
+    number = 0
+    while True:
+        message = requests.get()
+        number += 1
+        try:
+            reply = run_cell(message.get("id"), number, str(message.get("code", "")))
+        except KeyboardInterrupt:
+            with STATE.lock:
+                STATE.running = None
+            reply = {
+                "id": message.get("id"),
+                "stdout": "",
+                "stderr": "",
+                "value": None,
+                "error": "KeyboardInterrupt\n",
+                "error_type": "KeyboardInterrupt",
+                "interrupted": True,
+                "cpu_limit": False,
+                "truncated": False,
+            }
+        send(reply)
+
+
+main()

@@ -1,0 +1,314 @@
+//! `python_execute` (seed 000): a persistent Python interpreter per conversation, in the sandbox.
+//!
+//! - One interpreter per (user, conversation), started on the first call in the conversation's
+//!   workspace (`/workspace` inside); variables, imports and the working directory survive
+//!   between calls. Calls to one interpreter run one at a time.
+//! - Each call returns stdout, then stderr, then the value of a last expression (like a notebook
+//!   cell), then the files the call wrote under `outputs/`. A Python exception is a tool error
+//!   with the traceback. Captured output is capped per stream (head and tail kept).
+//! - A call that runs past `cell_timeout_secs`, or is cancelled, gets a KeyboardInterrupt and the
+//!   state is kept; an interpreter that does not answer within `interrupt_grace_ms` is killed and
+//!   a fresh one started, and the model is told its state is gone. So is an interpreter that died
+//!   (a limit, a crash).
+//! - Each call gets the sandbox's `cpu_secs` of CPU time (the driver moves the soft RLIMIT_CPU
+//!   before each call); `session_cpu_secs` is the hard limit of the whole interpreter.
+//! - Interpreters idle for `idle_secs` are closed; the next call says so. Dropping the tool
+//!   kills them all.
+
+pub mod outputs;
+pub mod paths;
+pub mod pool;
+pub mod render;
+pub mod session;
+
+use std::path::Path;
+use std::sync::{Arc, Once, Weak};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use toolbridge_agent::{Tool, ToolContext, ToolError};
+use toolbridge_protocol::texts;
+use toolbridge_protocol::types::ToolSpec;
+use toolbridge_sandbox::{Limits, Sandbox};
+
+use crate::common::seed_spec;
+use outputs::{Snapshot, OUTPUTS};
+use pool::{Pool, Slot};
+use session::{DriverSettings, Outcome, Session, Stop};
+
+/// `[tools.python]` in `toolbridge.toml`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PythonConfig {
+    /// Wall-clock budget of one call; past it the cell is interrupted (state kept).
+    pub cell_timeout_secs: u64,
+    /// How long an interrupted cell has to stop before the interpreter is killed.
+    pub interrupt_grace_ms: u64,
+    /// An interpreter unused this long is closed.
+    pub idle_secs: u64,
+    /// Captured stdout (and stderr, and the value) per call, bytes; beyond it the middle is cut.
+    pub max_output_bytes: usize,
+    /// CPU seconds one interpreter may use over its whole life (hard RLIMIT_CPU); each call gets
+    /// `[tools.sandbox.limits] cpu_secs` of it.
+    pub session_cpu_secs: u64,
+}
+
+impl Default for PythonConfig {
+    fn default() -> Self {
+        PythonConfig {
+            cell_timeout_secs: 120,
+            interrupt_grace_ms: 1000,
+            idle_secs: 900,
+            max_output_bytes: 100_000,
+            session_cpu_secs: 3600,
+        }
+    }
+}
+
+/// The `python_execute` tool.
+pub struct PythonExecute {
+    spec: ToolSpec,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    sandbox: Sandbox,
+    config: PythonConfig,
+    /// The limits of one call (the sandbox's), for messages.
+    limits: Limits,
+    /// The limits the interpreter process is started with.
+    process_limits: Limits,
+    settings: DriverSettings,
+    pool: Pool,
+    reaper: Once,
+}
+
+impl PythonExecute {
+    pub fn new(sandbox: Sandbox, config: PythonConfig) -> Self {
+        let limits = sandbox.config().limits.clone();
+        let mut process_limits = limits.clone();
+        process_limits.cpu_secs = config.session_cpu_secs.max(limits.cpu_secs);
+        let settings = DriverSettings {
+            max_output_bytes: config.max_output_bytes.max(1),
+            cpu_secs: limits.cpu_secs,
+            cpu_message: texts::python_cpu_limit(limits.cpu_secs),
+            omitted_note: texts::PYTHON_OUTPUT_OMITTED.to_owned(),
+        };
+        PythonExecute {
+            spec: seed_spec(
+                "python_execute",
+                texts::PYTHON_EXECUTE_DESCRIPTION,
+                texts::PYTHON_EXECUTE_SCHEMA,
+            ),
+            inner: Arc::new(Inner {
+                sandbox,
+                config,
+                limits,
+                process_limits,
+                settings,
+                pool: Pool::default(),
+                reaper: Once::new(),
+            }),
+        }
+    }
+
+    /// How many interpreters are running (for tests and status).
+    pub fn live_sessions(&self) -> usize {
+        self.inner.pool.live()
+    }
+}
+
+impl Tool for PythonExecute {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn invoke(
+        &self,
+        args: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<String, ToolError>> {
+        let inner = Arc::clone(&self.inner);
+        Box::pin(async move {
+            let code = args
+                .get("code")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let Some(workspace) = ctx.workspace.clone() else {
+                return Err(ToolError::new(texts::NO_WORKSPACE));
+            };
+            start_reaper(&inner);
+            // A task of its own: the toolbox drops this future on timeout or cancellation, and
+            // the cell must still be interrupted and the session left in order.
+            let key = (ctx.user.clone(), ctx.conversation.clone());
+            let cancel = ctx.cancel.clone();
+            let deadline = ctx.deadline;
+            tokio::spawn(async move { inner.call(key, &workspace, &code, &cancel, deadline).await })
+                .await
+                .map_err(|e| ToolError::internal(format!("python_execute task: {e}")))?
+        })
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        // Longer than the cell budget plus the grace, so this tool's own timeout (which keeps
+        // the state) fires before the toolbox gives up on the call.
+        let config = &self.inner.config;
+        Some(
+            Duration::from_secs(config.cell_timeout_secs)
+                + Duration::from_millis(config.interrupt_grace_ms)
+                + Duration::from_secs(30),
+        )
+    }
+}
+
+fn start_reaper(inner: &Arc<Inner>) {
+    inner.reaper.call_once(|| {
+        let weak = Arc::downgrade(inner);
+        let idle = Duration::from_secs(inner.config.idle_secs);
+        let period = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
+        tokio::spawn(reap_idle(weak, idle, period));
+    });
+}
+
+/// Closes idle interpreters until the tool is dropped.
+async fn reap_idle(inner: Weak<Inner>, idle: Duration, period: Duration) {
+    loop {
+        tokio::time::sleep(period).await;
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        inner.pool.reap(idle);
+    }
+}
+
+impl Inner {
+    async fn call(
+        &self,
+        key: pool::Key,
+        workspace: &Path,
+        code: &str,
+        cancel: &CancellationToken,
+        deadline: Option<Instant>,
+    ) -> Result<String, ToolError> {
+        self.pool.reap(Duration::from_secs(self.config.idle_secs));
+        let slot = self.pool.slot(key);
+        let mut slot = tokio::select! {
+            slot = slot.lock() => slot,
+            () = cancel.cancelled() => return Err(ToolError::internal("cancelled while waiting for the Python session")),
+        };
+        let mut notes = Vec::new();
+        if std::mem::take(&mut slot.expired) {
+            notes.push(texts::python_session_expired(
+                self.config.idle_secs.div_ceil(60),
+            ));
+        }
+        let session = self.ready_session(&mut slot, workspace, &mut notes).await?;
+        let inside = self.sandbox.workspace_inside(workspace);
+        let inside = inside.to_string_lossy().into_owned();
+        let code = paths::to_inside(code, &inside);
+        let outputs_dir = workspace.join(OUTPUTS);
+        let before = Snapshot::take(&outputs_dir);
+        let grace = Duration::from_millis(self.config.interrupt_grace_ms);
+        // The toolbox's limit for the call may be shorter than the cell budget: interrupt the
+        // cell before it, with room for the grace, so the state is kept and our text wins.
+        let mut budget = Duration::from_secs(self.config.cell_timeout_secs);
+        if let Some(deadline) = deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let reserve = (grace + Duration::from_millis(250)).min(left / 2);
+            budget = budget.min(left.saturating_sub(reserve));
+        }
+        let outcome = session.run(&code, cancel, budget, grace).await;
+        slot.last_used = Instant::now();
+        let result = match outcome {
+            Outcome::Replied { reply, stop } => {
+                let mut text = render::reply_text(&reply, &self.limits);
+                if stop == Some(Stop::TimedOut) {
+                    let timed_out =
+                        texts::python_cell_timeout((budget.as_secs_f64().ceil() as u64).max(1));
+                    let body = text.unwrap_or_else(|e| e);
+                    text = Err(render::join(&[body, timed_out]));
+                }
+                text
+            }
+            Outcome::Hung { .. } => {
+                self.restart(&mut slot, workspace).await;
+                Err(texts::PYTHON_STATE_LOST.to_owned())
+            }
+            Outcome::Died { limit } => {
+                self.restart(&mut slot, workspace).await;
+                Err(render::crashed(limit, &self.limits))
+            }
+        };
+        let files = before.changed(&outputs_dir);
+        let finish = |body: String| {
+            let mut blocks = notes.clone();
+            blocks.push(body);
+            if !files.is_empty() {
+                blocks.push(texts::python_files_written(&files));
+            }
+            let text = render::join(&blocks);
+            paths::to_model(&text, &inside)
+        };
+        match result {
+            Ok(body) => {
+                let text = finish(body);
+                Ok(if text.is_empty() {
+                    texts::PYTHON_NO_OUTPUT.to_owned()
+                } else {
+                    text
+                })
+            }
+            Err(body) => Err(ToolError::new(finish(body))),
+        }
+    }
+
+    /// The slot's interpreter, started (or restarted, with a note) if it has none that works.
+    async fn ready_session<'s>(
+        &self,
+        slot: &'s mut Slot,
+        workspace: &Path,
+        notes: &mut Vec<String>,
+    ) -> Result<&'s mut Session, ToolError> {
+        if let Some(session) = slot.session.as_mut() {
+            if session.workspace() != workspace {
+                slot.session = None;
+            } else if !session.is_alive() {
+                // It died between calls (a background thread over a limit, killed from outside).
+                let limit = session.exit_cause().await;
+                notes.push(render::crashed(limit, &self.limits));
+                slot.session = None;
+            }
+        }
+        if slot.session.is_none() {
+            slot.session = Some(self.start(workspace).await?);
+        }
+        slot.session
+            .as_mut()
+            .ok_or_else(|| ToolError::internal("no Python session"))
+    }
+
+    async fn start(&self, workspace: &Path) -> Result<Session, ToolError> {
+        Session::start(
+            &self.sandbox,
+            workspace,
+            &self.process_limits,
+            &self.settings,
+        )
+        .await
+        .map_err(|e| ToolError::internal(format!("python_execute: {e}")))
+    }
+
+    /// Replaces a dead or killed interpreter with a fresh one (left empty if that fails: the
+    /// next call tries again).
+    async fn restart(&self, slot: &mut Slot, workspace: &Path) {
+        slot.session = None;
+        match self.start(workspace).await {
+            Ok(session) => slot.session = Some(session),
+            Err(e) => tracing::warn!(error = %e, "restarting the python_execute interpreter"),
+        }
+    }
+}

@@ -1,0 +1,506 @@
+//! Conversation workspaces: one folder per conversation with seed 000's layout — `uploads/`
+//! (files the user attached), `downloads/` (images `fetch_image` fetched) and `outputs/` (files
+//! the model produced for the user) — under `[tools.workspaces] root`
+//! (default `$XDG_DATA_HOME/toolbridge/workspaces`).
+//!
+//! A workspace is marked by a `.toolbridge-workspace` file whose modification time is the last
+//! use; [`clean_idle`] removes workspaces idle longer than the configured rule and never touches
+//! a folder without the marker (a misconfigured root cannot make us delete someone's files).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+/// The marker file of a workspace folder.
+pub const MARKER: &str = ".toolbridge-workspace";
+
+/// The three folders of a workspace, as seed 000 names them.
+pub const FOLDERS: [&str; 3] = ["uploads", "downloads", "outputs"];
+
+/// `[tools.workspaces]` in `toolbridge.toml`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspacesConfig {
+    /// The folder holding one workspace per conversation.
+    pub root: Option<PathBuf>,
+    /// Workspaces not used for this many days are removed when a run starts (0: never).
+    #[serde(default = "default_idle_days")]
+    pub idle_days: u64,
+}
+
+fn default_idle_days() -> u64 {
+    7
+}
+
+impl Default for WorkspacesConfig {
+    fn default() -> Self {
+        WorkspacesConfig {
+            root: None,
+            idle_days: default_idle_days(),
+        }
+    }
+}
+
+impl WorkspacesConfig {
+    /// The root folder: the configured one, else the user data folder's `workspaces`.
+    pub fn root(&self) -> Option<PathBuf> {
+        if let Some(root) = &self.root {
+            return Some(root.clone());
+        }
+        crate::memory::default_sqlite_path().and_then(|p| p.parent().map(|d| d.join("workspaces")))
+    }
+
+    /// The idle rule as a duration (`None`: never clean).
+    pub fn idle_limit(&self) -> Option<Duration> {
+        (self.idle_days > 0).then(|| Duration::from_secs(self.idle_days.saturating_mul(86_400)))
+    }
+}
+
+/// Workspace problems (user-facing: paths and what to do).
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot attach {0}: it is not a regular file")]
+    NotAFile(PathBuf),
+    #[error(
+        "conversation id {0:?} is not usable as a folder name (use letters, digits, '-', '_', '.')"
+    )]
+    BadConversation(String),
+    #[error("no data folder for workspaces: set [tools.workspaces] root, XDG_DATA_HOME or HOME")]
+    NoRoot,
+    #[error("{0} exists and is not a toolbridge workspace (no {MARKER} file); choose another root or conversation")]
+    NotAWorkspace(PathBuf),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WorkspaceError + '_ {
+    move |source| WorkspaceError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A new conversation id: the UTC time and 6 random hex digits (sorts by age, never collides in
+/// practice).
+pub fn new_conversation_id() -> String {
+    let secs = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}-{}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        crate::common::random_hex(6)
+    )
+}
+
+/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Whether a conversation id can name a folder: 1–100 of ASCII letters, digits, `-`, `_`, `.`,
+/// not starting with `.`.
+pub fn valid_conversation(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 100
+        && !id.starts_with('.')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// One conversation's workspace on the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Workspace {
+    path: PathBuf,
+}
+
+impl Workspace {
+    /// Opens (creating if needed) the workspace of `conversation` under `root`, and marks it used.
+    pub fn open(root: &Path, conversation: &str) -> Result<Workspace, WorkspaceError> {
+        if !valid_conversation(conversation) {
+            return Err(WorkspaceError::BadConversation(conversation.to_owned()));
+        }
+        let path = root.join(conversation);
+        let existed = path.exists();
+        std::fs::create_dir_all(&path).map_err(io(&path))?;
+        // Cleaning removes marked folders, so only mark folders that are ours or empty.
+        if existed
+            && !path.join(MARKER).exists()
+            && !is_empty_dir(&path)
+            && !has_only_folders(&path)
+        {
+            return Err(WorkspaceError::NotAWorkspace(path));
+        }
+        Workspace::at(path)
+    }
+
+    /// Opens (creating if needed) a workspace at an explicit folder (`[tools] workspace`, chosen by
+    /// the operator, so an existing folder with other files is accepted).
+    pub fn at(path: PathBuf) -> Result<Workspace, WorkspaceError> {
+        std::fs::create_dir_all(&path).map_err(io(&path))?;
+        for folder in FOLDERS {
+            let dir = path.join(folder);
+            match std::fs::symlink_metadata(&dir) {
+                Ok(meta) if meta.is_dir() => {}
+                // Sandboxed code can write the workspace: a folder replaced by a link must not
+                // redirect our writes (attachments) elsewhere.
+                Ok(_) => return Err(WorkspaceError::NotAWorkspace(dir)),
+                Err(_) => std::fs::create_dir(&dir).map_err(io(&dir))?,
+            }
+        }
+        let ws = Workspace { path };
+        ws.touch()?;
+        Ok(ws)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Marks the workspace as used now.
+    pub fn touch(&self) -> Result<(), WorkspaceError> {
+        let marker = self.path.join(MARKER);
+        std::fs::write(&marker, b"toolbridge conversation workspace\n").map_err(io(&marker))
+    }
+
+    /// Copies a file into `uploads/`, keeping its name (a name already there gets `-2`, `-3`, …
+    /// before the extension); returns the path inside the sandbox (`/workspace/uploads/NAME`).
+    pub fn attach(&self, file: &Path) -> Result<String, WorkspaceError> {
+        let meta = std::fs::metadata(file).map_err(io(file))?;
+        if !meta.is_file() {
+            return Err(WorkspaceError::NotAFile(file.to_path_buf()));
+        }
+        let name = file
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(sanitize_name)
+            .unwrap_or_else(|| "upload".to_owned());
+        let uploads = self.path.join("uploads");
+        let target = free_name(&uploads, &name);
+        let mut src = std::fs::File::open(file).map_err(io(file))?;
+        // create_new: never follow or overwrite something sandboxed code put there.
+        let mut dst = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&target)
+            .map_err(io(&target))?;
+        std::io::copy(&mut src, &mut dst).map_err(io(&target))?;
+        let shown = target
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or(&name)
+            .to_owned();
+        Ok(format!(
+            "{}/uploads/{shown}",
+            crate::common::SANDBOX_WORKSPACE
+        ))
+    }
+
+    /// The files under `outputs/` with their sizes and modification times.
+    pub fn outputs(&self) -> OutputsSnapshot {
+        let mut files = HashMap::new();
+        let root = self.path.join("outputs");
+        walk(&root, &root, &mut files, 0);
+        OutputsSnapshot { files }
+    }
+
+    /// The files under `outputs/` that are new or changed since `before`, sorted by path.
+    pub fn new_outputs(&self, before: &OutputsSnapshot) -> Vec<OutputFile> {
+        let now = self.outputs();
+        let mut changed: Vec<OutputFile> = now
+            .files
+            .into_iter()
+            .filter(|(rel, stamp)| before.files.get(rel) != Some(stamp))
+            .map(|(relative, (size, _))| OutputFile {
+                path: self.path.join("outputs").join(&relative),
+                relative,
+                size,
+            })
+            .collect();
+        changed.sort_by(|a, b| a.relative.cmp(&b.relative));
+        changed
+    }
+}
+
+fn is_empty_dir(path: &Path) -> bool {
+    std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none())
+}
+
+/// A folder holding nothing but (some of) the three workspace folders: a workspace made before the
+/// marker existed, or by `fetch_image` alone.
+fn has_only_folders(path: &Path) -> bool {
+    std::fs::read_dir(path).is_ok_and(|d| {
+        d.flatten()
+            .all(|e| e.file_name().to_str().is_some_and(|n| FOLDERS.contains(&n)))
+    })
+}
+
+/// A file name without path separators or control characters, at most 120 bytes.
+fn sanitize_name(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .map(|c| {
+            if c.is_control() || c == '/' || c == '\\' {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    let mut cleaned = cleaned.trim_start_matches('.').to_owned();
+    while cleaned.len() > 120 {
+        cleaned.pop();
+    }
+    if cleaned.is_empty() {
+        "upload".to_owned()
+    } else {
+        cleaned
+    }
+}
+
+fn free_name(dir: &Path, name: &str) -> PathBuf {
+    let first = dir.join(name);
+    if std::fs::symlink_metadata(&first).is_err() {
+        return first;
+    }
+    let (stem, ext) = match name.rfind('.') {
+        Some(i) if i > 0 => (&name[..i], &name[i..]),
+        _ => (name, ""),
+    };
+    (2..)
+        .map(|n| dir.join(format!("{stem}-{n}{ext}")))
+        .find(|p| std::fs::symlink_metadata(p).is_err())
+        .unwrap_or(first)
+}
+
+/// Walks `dir` without following links (outputs are written by sandboxed code), at most 8 deep.
+fn walk(root: &Path, dir: &Path, files: &mut HashMap<String, (u64, SystemTime)>, depth: usize) {
+    if depth > 8 {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(meta) = entry.path().symlink_metadata() else {
+            continue;
+        };
+        let path = entry.path();
+        if meta.is_dir() {
+            walk(root, &path, files, depth + 1);
+        } else if meta.is_file() {
+            if let Ok(rel) = path.strip_prefix(root) {
+                let stamp = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+                files.insert(rel.to_string_lossy().into_owned(), (meta.len(), stamp));
+            }
+        }
+    }
+}
+
+/// What `outputs/` held at one moment.
+#[derive(Clone, Debug, Default)]
+pub struct OutputsSnapshot {
+    files: HashMap<String, (u64, SystemTime)>,
+}
+
+/// A file the model produced.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OutputFile {
+    /// The path on the host.
+    pub path: PathBuf,
+    /// The path under `outputs/`.
+    pub relative: String,
+    pub size: u64,
+}
+
+/// A workspace found under the root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkspaceInfo {
+    pub conversation: String,
+    pub path: PathBuf,
+    pub last_used: SystemTime,
+}
+
+/// The workspaces under `root` (folders with the marker), oldest use first.
+pub fn list(root: &Path) -> Vec<WorkspaceInfo> {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut found: Vec<WorkspaceInfo> = entries
+        .flatten()
+        .filter_map(|e| {
+            let path = e.path();
+            let meta = path.symlink_metadata().ok()?;
+            if !meta.is_dir() {
+                return None;
+            }
+            let marker = path.join(MARKER).symlink_metadata().ok()?;
+            Some(WorkspaceInfo {
+                conversation: e.file_name().to_string_lossy().into_owned(),
+                last_used: marker.modified().ok()?,
+                path,
+            })
+        })
+        .collect();
+    found.sort_by_key(|w| w.last_used);
+    found
+}
+
+/// Removes the workspaces under `root` not used for `idle` (never `keep`); returns what was removed.
+pub fn clean_idle(root: &Path, idle: Duration, keep: Option<&str>) -> Vec<WorkspaceInfo> {
+    let now = SystemTime::now();
+    list(root)
+        .into_iter()
+        .filter(|w| Some(w.conversation.as_str()) != keep)
+        .filter(|w| now.duration_since(w.last_used).is_ok_and(|age| age > idle))
+        .filter(|w| match std::fs::remove_dir_all(&w.path) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(path = %w.path.display(), error = %e, "could not remove an idle workspace");
+                false
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+
+    #[test]
+    fn conversation_ids_are_folder_safe_and_dated() {
+        let id = new_conversation_id();
+        assert!(valid_conversation(&id), "{id}");
+        assert_eq!(id.len(), "20261130-034512-abcdef".len(), "{id}");
+        assert!(id.starts_with("20"), "{id}");
+        for bad in ["", "..", ".hidden", "a/b", "a b", &"x".repeat(101)] {
+            assert!(!valid_conversation(bad), "{bad:?}");
+        }
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_787), (2026, 11, 30));
+    }
+
+    #[test]
+    fn a_workspace_has_the_seed_layout_and_refuses_foreign_folders() {
+        let root = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(root.path(), "c1").unwrap();
+        for f in FOLDERS {
+            assert!(ws.path().join(f).is_dir());
+        }
+        assert!(ws.path().join(MARKER).is_file());
+        assert!(matches!(
+            Workspace::open(root.path(), "../x"),
+            Err(WorkspaceError::BadConversation(_))
+        ));
+        let foreign = root.path().join("foreign");
+        std::fs::create_dir(&foreign).unwrap();
+        std::fs::write(foreign.join("notes.txt"), "mine").unwrap();
+        assert!(matches!(
+            Workspace::open(root.path(), "foreign"),
+            Err(WorkspaceError::NotAWorkspace(_))
+        ));
+        assert_eq!(
+            std::fs::read_to_string(foreign.join("notes.txt")).unwrap(),
+            "mine"
+        );
+    }
+
+    #[test]
+    fn attachments_keep_their_names_without_overwriting() {
+        let root = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(root.path(), "c").unwrap();
+        let src = root.path().join("report.pdf");
+        std::fs::write(&src, b"%PDF-1.7 one").unwrap();
+        assert_eq!(ws.attach(&src).unwrap(), "/workspace/uploads/report.pdf");
+        std::fs::write(&src, b"%PDF-1.7 two").unwrap();
+        assert_eq!(ws.attach(&src).unwrap(), "/workspace/uploads/report-2.pdf");
+        let up = ws.path().join("uploads");
+        assert_eq!(
+            std::fs::read(up.join("report.pdf")).unwrap(),
+            b"%PDF-1.7 one"
+        );
+        assert_eq!(
+            std::fs::read(up.join("report-2.pdf")).unwrap(),
+            b"%PDF-1.7 two"
+        );
+        assert!(matches!(
+            ws.attach(root.path()),
+            Err(WorkspaceError::NotAFile(_))
+        ));
+        assert!(matches!(
+            ws.attach(&root.path().join("missing")),
+            Err(WorkspaceError::Io { .. })
+        ));
+    }
+
+    #[test]
+    fn new_outputs_are_reported_with_sizes() {
+        let root = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(root.path(), "c").unwrap();
+        let out = ws.path().join("outputs");
+        std::fs::write(out.join("old.txt"), "old").unwrap();
+        let before = ws.outputs();
+        std::fs::write(out.join("report.pdf"), vec![0u8; 1234]).unwrap();
+        std::fs::create_dir(out.join("charts")).unwrap();
+        std::fs::write(out.join("charts/a.png"), vec![0u8; 10]).unwrap();
+        std::fs::write(out.join("old.txt"), "changed!").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("/etc/passwd", out.join("link")).unwrap();
+        let new = ws.new_outputs(&before);
+        let got: Vec<(&str, u64)> = new.iter().map(|f| (f.relative.as_str(), f.size)).collect();
+        assert_eq!(
+            got,
+            [("charts/a.png", 10), ("old.txt", 8), ("report.pdf", 1234)]
+        );
+    }
+
+    #[test]
+    fn idle_workspaces_are_cleaned_and_others_kept() {
+        let root = tempfile::tempdir().unwrap();
+        let old = Workspace::open(root.path(), "old").unwrap();
+        let fresh = Workspace::open(root.path(), "fresh").unwrap();
+        let current = Workspace::open(root.path(), "current").unwrap();
+        let stray = root.path().join("stray");
+        std::fs::create_dir(&stray).unwrap();
+        let ten_days_ago = SystemTime::now() - Duration::from_secs(10 * 86_400);
+        for ws in [&old, &current] {
+            let f = std::fs::File::options()
+                .write(true)
+                .open(ws.path().join(MARKER))
+                .unwrap();
+            f.set_modified(ten_days_ago).unwrap();
+        }
+        let removed = clean_idle(
+            root.path(),
+            Duration::from_secs(7 * 86_400),
+            Some("current"),
+        );
+        let names: Vec<&str> = removed.iter().map(|w| w.conversation.as_str()).collect();
+        assert_eq!(names, ["old"]);
+        assert!(!old.path().exists());
+        assert!(fresh.path().exists() && current.path().exists() && stray.exists());
+    }
+}
