@@ -11,7 +11,7 @@ THREADS="${2:-2}"
 export BENCH_TOKENS="${BENCH_TOKENS:-128}"
 PY="${LLAMA_CPP_PYTHON:-/tmp/llamacpp/venv/bin/python}"
 
-echo "== toolbridge-embedded (candle, Q4_1 re-quantized to Q8_0 at load)"
+echo "== toolbridge-embedded (own forward pass, Q4_x/Q8_0 blocks as stored, AVX2 kernels)"
 cargo run --quiet --release -p toolbridge-embedded --example bench -- "$MODEL" "$THREADS" | tee /tmp/tb-bench-ours.txt
 
 if [ -x "$PY" ] && "$PY" -c 'import llama_cpp' 2>/dev/null; then

@@ -25,7 +25,9 @@ fn sandbox_python() -> PathBuf {
 }
 
 fn recipe(name: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/docgen").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/docgen")
+        .join(name);
     std::fs::read_to_string(&path).unwrap()
 }
 
@@ -95,9 +97,17 @@ fn the_document_generation_skill_produces_checked_pdf_docx_pptx_xlsx() {
         .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
         .collect();
     assert_eq!(tool_texts.len(), 4, "{tool_texts:#?}");
-    assert!(tool_texts[0].contains(texts::DOCGEN_BODY), "{}", tool_texts[0]);
+    assert!(
+        tool_texts[0].contains(texts::DOCGEN_BODY),
+        "{}",
+        tool_texts[0]
+    );
     assert!(tool_texts[1].contains("pdf written"), "{}", tool_texts[1]);
-    assert!(tool_texts[2].contains("office files written"), "{}", tool_texts[2]);
+    assert!(
+        tool_texts[2].contains("office files written"),
+        "{}",
+        tool_texts[2]
+    );
     assert!(
         tool_texts[3].contains("SELF-CHECK OK: pdf pages=1, slides=3"),
         "{}",

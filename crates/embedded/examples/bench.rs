@@ -46,9 +46,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     let load = start.elapsed();
     println!(
-        "model: {} ({} tensors re-quantized), threads: {threads}",
+        "model: {} ({} 4/5-bit tensors converted), threads: {}",
         path.display(),
-        engine.weights().requantized
+        engine.weights().requantized,
+        engine.weights().threads()
     );
     println!("load: {:.2} s", load.as_secs_f64());
     let prompt = engine.render(&[TemplateMessage::new("user", PROMPT)]);
@@ -58,7 +59,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         constraint: Constraint::Free,
         stop: Vec::new(),
         max_tokens: 4,
-        sampling: Sampling::default(),
+        sampling: Sampling {
+            // BENCH_REPEAT_PENALTY=1 decodes as the llama.cpp side of the script does.
+            repeat_penalty: std::env::var("BENCH_REPEAT_PENALTY")
+                .ok()
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(Sampling::default().repeat_penalty),
+            ..Sampling::default()
+        },
     };
     engine.generate(&warm, &mut |_| true)?;
     engine.reset();
@@ -79,9 +87,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         report.prompt_time.as_secs_f64()
     );
     println!(
-        "generation: {} tokens in {:.3} s = {tg:.1} tok/s",
+        "generation: {} tokens in {:.3} s = {tg:.1} tok/s ({:.2} ms/token)",
         report.generated_tokens,
-        report.generation_time.as_secs_f64()
+        report.generation_time.as_secs_f64(),
+        1e3 * report.generation_time.as_secs_f64() / report.generated_tokens.max(1) as f64
     );
     println!("peak RSS: {:.1} MiB", peak_rss_kib() as f64 / 1024.0);
     println!("text: {}", text.replace('\n', " "));

@@ -26,10 +26,10 @@ use crate::tokenizer::{TokEnvAdapter, Tokenizer};
 /// How the engine is set up.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct EngineOptions {
-    /// CPU threads for the matrix kernels (default: the physical cores). Process-wide: candle's
-    /// thread pool is created once, by the first model loaded.
+    /// CPU threads of a forward pass (default: the machine's logical CPUs).
     pub threads: Option<usize>,
-    /// Convert Q4_x/Q5_x weights to Q4_0 instead of Q8_0 (faster, slightly lossy).
+    /// Convert Q5_x weights to 4-bit blocks instead of 8-bit (smaller, faster, slightly lossy);
+    /// Q4_0/Q4_1 weights are used as stored either way.
     pub q4_0: bool,
 }
 
@@ -127,11 +127,6 @@ fn io_err(path: &Path, e: impl std::fmt::Display) -> EmbeddedError {
 impl Engine {
     /// Loads a GGUF file.
     pub fn load(path: &Path, options: &EngineOptions) -> Result<Engine, EmbeddedError> {
-        if let Some(n) = options.threads.filter(|n| *n > 0) {
-            if std::env::var_os("CANDLE_NUM_THREADS").is_none() {
-                std::env::set_var("CANDLE_NUM_THREADS", n.to_string());
-            }
-        }
         let file = File::open(path).map_err(|e| io_err(path, e))?;
         let mut reader = BufReader::new(file);
         let target = if options.q4_0 {
@@ -140,6 +135,9 @@ impl Engine {
             candle_core::quantized::GgmlDType::Q8_0
         };
         let mut engine = Engine::from_reader_as(&mut reader, target)?;
+        if let Some(n) = options.threads.filter(|n| *n > 0) {
+            engine.weights.set_threads(n);
+        }
         engine.path = path.to_owned();
         Ok(engine)
     }
@@ -281,6 +279,34 @@ impl Engine {
         }
         cache.truncate(prompt_ids.len())?;
         Ok((total, greedy))
+    }
+
+    /// Log-probability of `continuation` after each of `prompts`, computed on a scratch KV cache so
+    /// the conversation's cache (reused across rounds) is left alone. Consecutive prompts share
+    /// their common prefix. Holds the engine's lock: one forward pass at a time.
+    pub fn score_detached(
+        &self,
+        prompts: &[String],
+        continuation: &str,
+    ) -> Result<Vec<f32>, EmbeddedError> {
+        let cont = self.tokenizer.encode(continuation)?;
+        let _busy = self.lock()?;
+        let mut scratch = KvCache::default();
+        let mut out = Vec::with_capacity(prompts.len());
+        for prompt in prompts {
+            let ids = self.tokenizer.encode(prompt)?;
+            let (mut logits, _) = self.prefill(&mut scratch, &ids)?;
+            let mut total = 0.0;
+            for (i, &tok) in cont.iter().enumerate() {
+                total += log_softmax_at(&logits, tok as usize);
+                if i + 1 < cont.len() {
+                    logits = self.weights.forward(&[tok], &mut scratch)?;
+                }
+            }
+            scratch.truncate(ids.len())?;
+            out.push(total);
+        }
+        Ok(out)
     }
 
     /// Runs one generation, handing text out as it is produced; `on_text` returning false stops it.

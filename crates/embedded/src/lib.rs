@@ -1,7 +1,8 @@
 //! # toolbridge-embedded
 //!
 //! A local GGUF model run in-process, as a toolbridge [`Upstream`](toolbridge_providers::Upstream):
-//! candle's quantized CPU kernels for the transformer ([`model`]), the tokenizer from the GGUF's
+//! our own llama forward pass with AVX2 kernels on the GGUF's 4/8-bit blocks, candle reading the
+//! file ([`model`]), `auto` tool choice for a small model ([`auto`]), the tokenizer from the GGUF's
 //! metadata ([`tokenizer`]), the model's chat template ([`template`]), llguidance grammars for
 //! tool calls ([`grammar`]), and the upstream that ties them together ([`upstream`]). [`pull`]
 //! fetches the default model (SmolLM2-135M-Instruct) into the user cache folder.
@@ -16,6 +17,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod auto;
 pub mod engine;
 pub mod error;
 pub mod grammar;
@@ -27,4 +29,4 @@ pub mod upstream;
 
 pub use engine::{Constraint, Engine, EngineOptions, Finish, Generation, Report, Sampling};
 pub use error::EmbeddedError;
-pub use upstream::{AutoStrategy, Decision, EmbeddedConfig, EmbeddedUpstream};
+pub use upstream::{AutoStrategy, Decision, EmbeddedConfig, EmbeddedUpstream, Pick};

@@ -70,18 +70,33 @@ pub trait Progress {
     fn extracting(&mut self, done: u64, total: u64);
 }
 
-/// Progress to standard error.
-pub struct StderrProgress;
+/// Progress to standard error: a line redrawn in place on a terminal; otherwise (a log, CI) one
+/// line per 10 % so the log stays readable.
+#[derive(Default)]
+pub struct StderrProgress {
+    last: Option<u64>,
+}
 
 impl Progress for StderrProgress {
     fn message(&mut self, text: &str) {
         eprintln!("toolbridge: {text}");
     }
     fn extracting(&mut self, done: u64, total: u64) {
-        let pct = (done * 100).checked_div(total).unwrap_or(100);
-        eprint!("\rtoolbridge: extracting the model… {pct:>3}%");
-        if done >= total {
-            eprintln!();
+        use std::io::IsTerminal;
+        let pct = (done * 100).checked_div(total).unwrap_or(100).min(100);
+        let terminal = std::io::stderr().is_terminal();
+        let step = if terminal { pct } else { pct / 10 * 10 };
+        if self.last == Some(step) {
+            return;
+        }
+        self.last = Some(step);
+        if terminal {
+            eprint!("\rtoolbridge: extracting the model… {pct:>3}%");
+            if done >= total {
+                eprintln!();
+            }
+        } else {
+            eprintln!("toolbridge: extracting the model… {step:>3}%");
         }
     }
 }

@@ -24,6 +24,7 @@ use tokenizers::{AddedToken, PreTokenizerWrapper};
 use toktrie::{TokRxInfo, TokTrie, TokenId, TokenizerEnv};
 
 use crate::error::EmbeddedError;
+use crate::template::{LITERAL_CLOSE, LITERAL_OPEN};
 
 /// GGUF token types (llama.cpp's `llama_token_type`).
 const TYPE_CONTROL: i32 = 3;
@@ -32,6 +33,8 @@ const TYPE_USER_DEFINED: i32 = 4;
 /// A GGUF model's tokenizer.
 pub struct Tokenizer {
     inner: tokenizers::Tokenizer,
+    /// The same tokenizer with control tokens not recognized: for content marked as plain text.
+    plain: tokenizers::Tokenizer,
     /// Every token's bytes (control tokens: their text).
     bytes: Vec<Vec<u8>>,
     special: Vec<bool>,
@@ -174,6 +177,8 @@ impl Tokenizer {
         inner
             .add_tokens(user_tokens)
             .map_err(|e| EmbeddedError::Tokenizer(e.to_string()))?;
+        let mut plain = inner.clone();
+        plain.set_encode_special_tokens(true);
 
         let alphabet = byte_alphabet();
         let special: Vec<bool> = types.iter().map(|t| *t == TYPE_CONTROL).collect();
@@ -216,6 +221,7 @@ impl Tokenizer {
         let trie = TokTrie::from(&info, &trie_words).with_eos_tokens(&end_of_turn);
         Ok(Tokenizer {
             inner,
+            plain,
             bytes,
             special,
             ids: vocab,
@@ -230,12 +236,30 @@ impl Tokenizer {
         self.bytes.len()
     }
 
-    /// Encodes text; control tokens written in it (`<|im_start|>`) become those tokens.
+    /// Encodes text; control tokens written in it (`<|im_start|>`) become those tokens, except
+    /// inside spans marked as plain text ([`crate::template::literal`]), which are encoded as
+    /// text and lose their marks.
     pub fn encode(&self, text: &str) -> Result<Vec<TokenId>, EmbeddedError> {
-        self.inner
-            .encode_fast(text, false)
-            .map(|e| e.get_ids().to_vec())
-            .map_err(|e| EmbeddedError::Tokenizer(e.to_string()))
+        if !text.contains([LITERAL_OPEN, LITERAL_CLOSE]) {
+            return encode_with(&self.inner, text);
+        }
+        let mut ids = Vec::new();
+        let mut rest = text;
+        while !rest.is_empty() {
+            // Structure up to the next open mark (a stray close mark is dropped).
+            let (structure, after) = rest.split_once(LITERAL_OPEN).unwrap_or((rest, ""));
+            for piece in structure.split(LITERAL_CLOSE).filter(|p| !p.is_empty()) {
+                ids.extend(encode_with(&self.inner, piece)?);
+            }
+            // Plain text up to the close mark (an unclosed span runs to the end).
+            let (content, after) = after.split_once(LITERAL_CLOSE).unwrap_or((after, ""));
+            let content = content.replace(LITERAL_OPEN, "");
+            if !content.is_empty() {
+                ids.extend(encode_with(&self.plain, &content)?);
+            }
+            rest = after;
+        }
+        Ok(ids)
     }
 
     /// The id of a token written out in full (`<|im_end|>`).
@@ -267,6 +291,12 @@ impl Tokenizer {
     pub fn trie(&self) -> &TokTrie {
         &self.trie
     }
+}
+
+fn encode_with(t: &tokenizers::Tokenizer, text: &str) -> Result<Vec<TokenId>, EmbeddedError> {
+    t.encode_fast(text, false)
+        .map(|e| e.get_ids().to_vec())
+        .map_err(|e| EmbeddedError::Tokenizer(e.to_string()))
 }
 
 /// The tokenizer as llguidance sees it.

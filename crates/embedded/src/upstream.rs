@@ -6,7 +6,7 @@
 //! Tool choice:
 //! - `required` or a named tool: the output is forced by a grammar to be one
 //!   `<tool_call>{"name": …, "arguments": …}</tool_call>` matching the tools' schemas.
-//! - `auto` (or none given, with tools): [`AutoStrategy`].
+//! - `auto` (or none given, with tools): [`AutoStrategy`] (see [`crate::auto`]).
 //! - `none`: free decoding without the tools in the prompt.
 //!
 //! Generation runs on a dedicated thread and streams back through a channel; dropping the stream
@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use tokio::sync::mpsc;
 use toolbridge_protocol::accumulator::{FunctionDelta, ToolCallDelta};
 use toolbridge_protocol::mode::{encode_prompt, offered_tools, EncodeOptions};
@@ -24,26 +24,12 @@ use toolbridge_protocol::texts::CallTag;
 use toolbridge_protocol::types::{ChatRequest, FinishReason, Message, ToolChoice, ToolSpec, Usage};
 use toolbridge_providers::{ProviderError, Upstream, WireEvent, WireStream};
 
+use crate::auto;
+pub use crate::auto::{AutoStrategy, Pick};
 use crate::engine::{Constraint, Engine, Finish, Generation, Report, Sampling};
 use crate::error::EmbeddedError;
 use crate::grammar;
 use crate::template::TemplateMessage;
-
-/// How `auto` decides between answering and calling.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AutoStrategy {
-    /// Free decoding with the tools in the prompt; a `<tool_call>` the model writes is parsed.
-    /// (A 135M model almost never starts one on its own.)
-    Free,
-    /// After a user message, call (grammar-forced); after a tool result, answer in text. Small
-    /// models do well with this for one-tool tasks.
-    #[default]
-    CallThenAnswer,
-    /// After a user message, score `<tool_call>` against the model's own first token and force a
-    /// call when it is within `margin` nats; after a tool result, answer.
-    Gate { margin: f32 },
-}
 
 /// Settings of the embedded upstream.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,6 +70,10 @@ pub struct Plan {
     pub generation: Generation,
     /// The tool names the output may call (empty: text only).
     pub tools: Vec<String>,
+    /// The output is one grammar-forced call block. It is read whole when it is complete rather
+    /// than streamed through the parser: the grammar lets a JSON string hold the close tag, which
+    /// would end a streamed block in the middle of its arguments.
+    pub forced: bool,
 }
 
 /// Which way `auto` went, for reports and tests.
@@ -164,21 +154,26 @@ impl EmbeddedUpstream {
             request.tool_choice,
             Some(ToolChoice::Required) | Some(ToolChoice::Named(_))
         );
+        let after_tool = matches!(request.messages.last(), Some(Message::Tool { .. }));
+        let mut tools = offered.clone();
         let decision = if offered.is_empty() {
             Decision::Text
         } else if forced {
             Decision::Call
         } else {
-            let after_tool = matches!(request.messages.last(), Some(Message::Tool { .. }));
             match self.config.auto {
                 AutoStrategy::Free => Decision::Text,
-                AutoStrategy::CallThenAnswer if after_tool => Decision::Text,
+                AutoStrategy::CallThenAnswer | AutoStrategy::Route { .. } if after_tool => {
+                    Decision::Text
+                }
                 AutoStrategy::CallThenAnswer => Decision::Call,
-                AutoStrategy::Gate { .. } if after_tool => Decision::Text,
-                AutoStrategy::Gate { margin } => {
-                    let open = format!("<{}>", CallTag::default().name());
-                    let (call, greedy) = self.engine.score(&prompt, &open)?;
-                    if call >= greedy - margin {
+                AutoStrategy::Route { margin, pick } => {
+                    if auto::gate(&self.engine, &prompt, margin)? {
+                        let message = last_user_text(request);
+                        let i = auto::pick(&self.engine, &prompt, &message, &offered, pick)?;
+                        if pick != Pick::Grammar {
+                            tools = offered.get(i).map(|t| vec![*t]).unwrap_or(tools);
+                        }
                         Decision::Call
                     } else {
                         Decision::Text
@@ -189,7 +184,7 @@ impl EmbeddedUpstream {
         let generation = match decision {
             Decision::Call => Generation {
                 prompt,
-                constraint: Constraint::Grammar(grammar_for(&offered, &self.engine)?),
+                constraint: Constraint::Grammar(grammar_for(&tools, &self.engine)?),
                 // The grammar ends the call; the close tag is part of it, not a stop.
                 stop: request.stop.clone(),
                 max_tokens,
@@ -198,9 +193,7 @@ impl EmbeddedUpstream {
             // After a tool result a small model tends to echo the result's wrapper; its answer
             // is kept free of markup (no `<`) so it answers in prose instead.
             Decision::Text
-                if !offered.is_empty()
-                    && self.config.auto == AutoStrategy::CallThenAnswer
-                    && matches!(request.messages.last(), Some(Message::Tool { .. })) =>
+                if after_tool && !offered.is_empty() && self.config.auto != AutoStrategy::Free =>
             {
                 Generation {
                     prompt,
@@ -222,10 +215,24 @@ impl EmbeddedUpstream {
             Plan {
                 generation,
                 tools: names,
+                forced: decision == Decision::Call,
             },
             decision,
         ))
     }
+}
+
+/// The text of the request's latest user message (empty when there is none).
+fn last_user_text(request: &ChatRequest) -> String {
+    request
+        .messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::User { content, .. } => Some(content.text().into_owned()),
+            _ => None,
+        })
+        .unwrap_or_default()
 }
 
 /// Turns parser output into native wire events.
@@ -294,6 +301,9 @@ pub fn run_plan(
             ..ParserConfig::default()
         })
     });
+    if plan.forced {
+        return run_forced(engine, plan, tx);
+    }
     let mut events = Vec::new();
     let mut calls = 0usize;
     let mut on_text = |text: &str| -> bool {
@@ -311,6 +321,65 @@ pub fn run_plan(
         p.finish(&mut WireSink { out: &mut events });
         calls = p.calls_emitted();
     }
+    finish(&report, calls, events, tx);
+    Ok(report)
+}
+
+/// A forced call: generated whole, then read as one block (see [`Plan::forced`]).
+fn run_forced(
+    engine: &Engine,
+    plan: &Plan,
+    tx: &mpsc::Sender<Result<WireEvent, ProviderError>>,
+) -> Result<Report, EmbeddedError> {
+    let mut raw = String::new();
+    let report = engine.generate(&plan.generation, &mut |text| {
+        raw.push_str(text);
+        !tx.is_closed()
+    })?;
+    let mut events = Vec::new();
+    let mut sink = WireSink { out: &mut events };
+    let calls = match read_call_block(&raw).filter(|(name, _)| plan.tools.contains(name)) {
+        Some((name, arguments)) => {
+            let id = format!("call_embedded_{}_0", next_response_id());
+            sink.call_start(0, &id, &name);
+            sink.call_args(0, &arguments);
+            1
+        }
+        // Cut short (token limit, a request's stop string): shown as it is, as prompt mode would.
+        None => {
+            sink.text(&raw);
+            0
+        }
+    };
+    finish(&report, calls, events, tx);
+    Ok(report)
+}
+
+/// The name and the arguments (their bytes as written) of a complete
+/// `<tool_call>{"name": …, "arguments": …}</tool_call>` block.
+pub fn read_call_block(raw: &str) -> Option<(String, String)> {
+    #[derive(Deserialize)]
+    struct Block<'a> {
+        name: String,
+        #[serde(borrow)]
+        arguments: &'a serde_json::value::RawValue,
+    }
+    let tag = CallTag::default();
+    let body = raw
+        .trim()
+        .strip_prefix(&format!("<{}>", tag.name()))?
+        .strip_suffix(tag.stop_sequence())?;
+    let block: Block = serde_json::from_str(body).ok()?;
+    Some((block.name, block.arguments.get().to_owned()))
+}
+
+/// Sends what is left: the events, the usage and how the response ended.
+fn finish(
+    report: &Report,
+    calls: usize,
+    mut events: Vec<WireEvent>,
+    tx: &mpsc::Sender<Result<WireEvent, ProviderError>>,
+) {
     let reason = match report.finish {
         _ if calls > 0 => FinishReason::ToolCalls,
         Finish::Length => FinishReason::Length,
@@ -329,7 +398,6 @@ pub fn run_plan(
             break;
         }
     }
-    Ok(report)
 }
 
 impl Upstream for EmbeddedUpstream {
@@ -374,5 +442,22 @@ impl Upstream for EmbeddedUpstream {
             })
             .fuse(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_block_is_read_whole_even_with_the_close_tag_in_a_string() {
+        let raw = "<tool_call>{\"name\": \"calc\", \"arguments\": {\"e\": \"}}</tool_call>1\"}}</tool_call>";
+        let (name, args) = read_call_block(raw).unwrap();
+        assert_eq!(name, "calc");
+        assert_eq!(args, "{\"e\": \"}}</tool_call>1\"}");
+        assert_eq!(
+            read_call_block("<tool_call>{\"name\": \"calc\", \"argu"),
+            None
+        );
     }
 }

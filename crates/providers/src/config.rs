@@ -14,7 +14,17 @@
 //! [[models.arms]]
 //! model = "openai:qwen2.5@http://127.0.0.1:8000/v1"
 //! tool_mode = "verbatim"
+//!
+//! [[models]]
+//! name = "small"                          # a local GGUF run in-process (toolbridge-embedded)
+//! provider = "embedded"
+//! path = "/models/SmolLM2-135M-Instruct.Q4_1.gguf"   # default: the pulled default model
+//! threads = 2
+//! auto = "route"
 //! ```
+//!
+//! The embedded provider's arms are built by the program that links it (the CLI); this module
+//! only parses their keys and refuses keys that do not apply.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -60,8 +70,109 @@ pub struct ArmConfig {
     pub idle_timeout_secs: Option<f64>,
     pub total_timeout_secs: Option<f64>,
     pub max_retries: Option<u32>,
-    /// Anthropic requires `max_tokens`; this is used when a request has none (default 4096).
+    /// Anthropic requires `max_tokens`; this is used when a request has none (default 4096; the
+    /// embedded provider: 512).
     pub max_tokens: Option<u32>,
+    /// Embedded only: the GGUF file (default: the pulled default model).
+    pub path: Option<String>,
+    /// Embedded only: CPU threads of a forward pass.
+    pub threads: Option<usize>,
+    /// Embedded only: the temperature when a request gives none (default 0: greedy).
+    pub temperature: Option<f64>,
+    /// Embedded only: top-p when a request gives none (default 1).
+    pub top_p: Option<f64>,
+    /// Embedded only: the sampling seed when a request gives none (default 0).
+    pub seed: Option<u64>,
+    /// Embedded only: how `auto` tool choice decides (a strategy name, default `route`).
+    pub auto: Option<String>,
+    /// Embedded only: what 5-bit and k-quant weights are converted to at load, `q8_0` (default)
+    /// or `q4_0` (Q4_0/Q4_1/Q8_0 are used as stored).
+    pub weights: Option<String>,
+}
+
+impl ArmConfig {
+    /// Whether the arm runs the embedded model: `provider = "embedded"`, or `model = "embedded"`
+    /// / `"embedded:PATH"`.
+    pub fn is_embedded(&self) -> bool {
+        self.provider.as_deref() == Some("embedded")
+            || self
+                .model
+                .as_deref()
+                .is_some_and(|m| m == "embedded" || m.starts_with("embedded:"))
+    }
+
+    /// The keys only the embedded provider reads that this arm sets.
+    fn embedded_keys(&self) -> Vec<&'static str> {
+        [
+            ("path", self.path.is_some()),
+            ("threads", self.threads.is_some()),
+            ("temperature", self.temperature.is_some()),
+            ("top_p", self.top_p.is_some()),
+            ("seed", self.seed.is_some()),
+            ("auto", self.auto.is_some()),
+            ("weights", self.weights.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(k, set)| set.then_some(k))
+        .collect()
+    }
+
+    /// The keys of remote providers that this arm sets.
+    fn remote_keys(&self) -> Vec<&'static str> {
+        [
+            ("base_url", self.base_url.is_some()),
+            ("upstream_model", self.upstream_model.is_some()),
+            ("api_key_env", self.api_key_env.is_some()),
+            ("tag", self.tag.is_some()),
+            ("headers", !self.headers.is_empty()),
+            ("stream", self.stream.is_some()),
+            ("connect_timeout_secs", self.connect_timeout_secs.is_some()),
+            (
+                "first_byte_timeout_secs",
+                self.first_byte_timeout_secs.is_some(),
+            ),
+            ("idle_timeout_secs", self.idle_timeout_secs.is_some()),
+            ("total_timeout_secs", self.total_timeout_secs.is_some()),
+            ("max_retries", self.max_retries.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(k, set)| set.then_some(k))
+        .collect()
+    }
+
+    /// Checks an embedded arm's keys: none that only remote providers read, and the path given
+    /// once (in `model = "embedded:PATH"` or in `path`).
+    pub fn check_embedded(&self) -> Result<(), ProviderError> {
+        let remote = self.remote_keys();
+        if !remote.is_empty() {
+            return Err(ProviderError::Config(format!(
+                "the embedded provider does not use {}",
+                quoted(&remote)
+            )));
+        }
+        let in_model = self
+            .model
+            .as_deref()
+            .is_some_and(|m| m.starts_with("embedded:") && m != "embedded:default");
+        if in_model && self.path.is_some() {
+            return Err(ProviderError::Config(
+                "give the model file once: `model = \"embedded:PATH\"` or `path`".into(),
+            ));
+        }
+        if self.model.is_some() && self.provider.is_some() {
+            return Err(ProviderError::Config(
+                "give either `model` or `provider`, not both".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn quoted(keys: &[&str]) -> String {
+    keys.iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A model: a name and one arm written inline, or several `arms`.
@@ -135,6 +246,19 @@ fn secs(value: Option<f64>, default: Duration, what: &str) -> Result<Duration, P
 
 /// Builds one arm.
 pub fn build_arm(arm: &ArmConfig, env: &dyn Env) -> Result<Arm, ProviderError> {
+    if arm.is_embedded() {
+        arm.check_embedded()?;
+        return Err(ProviderError::Config(
+            "the embedded provider is not available in this build".into(),
+        ));
+    }
+    let embedded_only = arm.embedded_keys();
+    if !embedded_only.is_empty() {
+        return Err(ProviderError::Config(format!(
+            "{} only apply to provider = \"embedded\"",
+            quoted(&embedded_only)
+        )));
+    }
     let (preset, model, spec_url) = match (&arm.model, &arm.provider) {
         (Some(spec), None) => {
             if arm.upstream_model.is_some() {
@@ -255,7 +379,7 @@ pub fn build_arm(arm: &ArmConfig, env: &dyn Env) -> Result<Arm, ProviderError> {
         Api::Scripted => Arc::new(ScriptedUpstream::from_file(Path::new(&model))?),
         Api::Embedded => {
             return Err(ProviderError::Config(
-                "the embedded provider is not available in this build yet".into(),
+                "the embedded provider is not available in this build".into(),
             ))
         }
     };
@@ -351,6 +475,67 @@ mod tests {
             .contains("unknown field `upstream_modle`"));
         let none = serde_json::from_value::<ModelConfig>(serde_json::json!({"name": "x"}));
         assert!(none.unwrap_err().to_string().contains("has no upstream"));
+    }
+
+    #[test]
+    fn embedded_keys_are_parsed_and_checked() {
+        let cfg: ModelConfig = serde_json::from_value(serde_json::json!({
+            "name": "small", "provider": "embedded", "path": "/m.gguf", "threads": 2,
+            "temperature": 0.7, "top_p": 0.9, "seed": 7, "max_tokens": 64, "auto": "route",
+            "weights": "q4_0"
+        }))
+        .unwrap();
+        let arm = &cfg.arms[0];
+        assert!(arm.is_embedded());
+        assert_eq!(arm.path.as_deref(), Some("/m.gguf"));
+        assert_eq!(
+            (arm.threads, arm.seed, arm.max_tokens),
+            (Some(2), Some(7), Some(64))
+        );
+        arm.check_embedded().unwrap();
+        // Unknown keys are still refused.
+        let typo = serde_json::from_value::<ModelConfig>(
+            serde_json::json!({"name": "x", "provider": "embedded", "thread": 2}),
+        );
+        assert!(typo
+            .unwrap_err()
+            .to_string()
+            .contains("unknown field `thread`"));
+        // Remote keys on an embedded arm, a path given twice, embedded keys elsewhere.
+        let remote = ArmConfig {
+            provider: Some("embedded".into()),
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            ..ArmConfig::default()
+        };
+        assert!(remote
+            .check_embedded()
+            .unwrap_err()
+            .to_string()
+            .contains("`base_url`"));
+        let twice = ArmConfig {
+            model: Some("embedded:/a.gguf".into()),
+            path: Some("/b.gguf".into()),
+            ..ArmConfig::default()
+        };
+        assert!(twice.is_embedded());
+        assert!(twice
+            .check_embedded()
+            .unwrap_err()
+            .to_string()
+            .contains("once"));
+        let elsewhere = ArmConfig {
+            model: Some("openai:gpt-4o-mini".into()),
+            threads: Some(2),
+            ..ArmConfig::default()
+        };
+        let err = build_arm(&elsewhere, &env(&[("OPENAI_API_KEY", "k")]))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("`threads` only apply to provider = \"embedded\""),
+            "{err}"
+        );
     }
 
     #[test]

@@ -239,7 +239,11 @@ fn long_input_is_classified_quickly() {
     assert_eq!(classify(&too_long).risk, Unknown);
     let deep = format!("{}x{}", "$(".repeat(200), ")".repeat(200));
     assert_eq!(classify(&deep).risk, High);
-    assert!(started.elapsed() < std::time::Duration::from_secs(3), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 proptest! {

@@ -34,7 +34,7 @@ pub const SETTINGS_HELP: &str = r#"Settings, in toolbridge.toml (all optional; u
   auto = "route"              # tool_choice auto: route (default), gate, route_use,
                               # route_channel, route_name, route_name_lexical,
                               # call_then_answer, free
-  weights = "q8_0"            # Q4/Q5 weights converted at load to q8_0 (default) or q4_0
+  weights = "q8_0"            # Q5/k-quant weights converted at load to q8_0 (default) or q4_0; Q4_0/Q4_1/Q8_0 kept
 
 --model embedded[:PATH] (and no configured model at all) uses the defaults.
 TOOLBRIDGE_NO_PULL=1 never downloads the default model."#;
@@ -73,7 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Some(d) => d,
                 None => pull::models_dir()?,
             };
-            let path = pull::pull_default(&dir, &python, &mut StderrProgress)?;
+            let path = pull::pull_default(&dir, &python, &mut StderrProgress::default())?;
             println!("{}", path.display());
         }
         Action::Path => println!(
@@ -129,7 +129,7 @@ pub fn default_model() -> anyhow::Result<PathBuf> {
         "toolbridge: no model configured, so using the embedded default model (SmolLM2-135M-Instruct); downloading it once into {}",
         dir.display()
     );
-    pull::pull_default(&dir, "python3", &mut StderrProgress)
+    pull::pull_default(&dir, "python3", &mut StderrProgress::default())
         .context("pulling the default model (or pass --model)")
 }
 

@@ -1,15 +1,7 @@
-//! The transformer: GGUF weights of the llama architecture and their forward pass, on candle's CPU
-//! quantized kernels, with a KV cache that can be cut back to any prefix.
-//!
-//! This is a lean rewrite of candle-transformers' `quantized_llama` (same maths, same results)
-//! rather than a use of it, for two reasons: that module's KV cache cannot be truncated (we keep
-//! the cache across the rounds of a conversation and cut it back to the longest common prefix of
-//! the next prompt), and it loads tensors as stored, while Q4_1 — the type of the default model —
-//! has no SIMD kernel in candle, so it is re-quantized to Q8_0 here at load (≈1 s for 135M
-//! parameters, ~3× faster decoding).
-//!
-//! Architectures: `llama` (Llama 1/2/3, SmolLM/SmolLM2, TinyLlama, Mistral without sliding window);
-//! others are refused with a clear error.
+//! The previous forward pass, a graph of candle tensor operations (candle-transformers'
+//! `quantized_llama` with a truncatable cache), kept as the reference the tests compare against.
+
+#![allow(dead_code)]
 
 use std::io::{Read, Seek};
 
@@ -17,24 +9,9 @@ use candle_core::quantized::gguf_file::Content;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 
+use super::matrix::needs_requantize;
+use super::Hparams;
 use crate::error::EmbeddedError;
-
-/// The longest context the rotary tables are built for (llama's context length, capped).
-const MAX_CONTEXT: usize = 8192;
-
-/// Model hyper-parameters read from the GGUF.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Hparams {
-    pub architecture: String,
-    pub n_layer: usize,
-    pub n_embd: usize,
-    pub n_head: usize,
-    pub n_kv_head: usize,
-    pub head_dim: usize,
-    pub rope_base: f32,
-    pub rms_eps: f64,
-    pub context_length: usize,
-}
 
 struct Layer {
     wq: QMatMul,
@@ -49,7 +26,7 @@ struct Layer {
 }
 
 /// The weights (shared, read-only).
-pub struct Weights {
+pub struct RefWeights {
     pub hparams: Hparams,
     embeddings: Tensor,
     layers: Vec<Layer>,
@@ -64,12 +41,12 @@ pub struct Weights {
 
 /// The per-conversation state: the KV cache and the tokens it holds.
 #[derive(Default)]
-pub struct KvCache {
+pub struct RefCache {
     layers: Vec<Option<(Tensor, Tensor)>>,
     tokens: Vec<u32>,
 }
 
-impl KvCache {
+impl RefCache {
     /// The tokens whose keys and values are cached.
     pub fn tokens(&self) -> &[u32] {
         &self.tokens
@@ -97,67 +74,19 @@ impl KvCache {
     }
 }
 
-fn md_u32(ct: &Content, key: &str) -> Result<usize, EmbeddedError> {
-    ct.metadata
-        .get(key)
-        .and_then(|v| v.to_u32().ok())
-        .map(|v| v as usize)
-        .ok_or_else(|| EmbeddedError::Format(format!("the GGUF has no `{key}`")))
-}
-
-/// Types without a fast CPU kernel in candle, converted to Q8_0 at load.
-fn needs_requantize(dtype: GgmlDType) -> bool {
-    matches!(
-        dtype,
-        GgmlDType::Q4_1 | GgmlDType::Q4_0 | GgmlDType::Q5_0 | GgmlDType::Q5_1
-    )
-}
-
-impl Hparams {
-    pub fn from_gguf(ct: &Content) -> Result<Hparams, EmbeddedError> {
-        let architecture = ct
-            .metadata
-            .get("general.architecture")
-            .and_then(|v| v.to_string().ok())
-            .cloned()
-            .unwrap_or_default();
-        if architecture != "llama" {
-            return Err(EmbeddedError::Unsupported(format!(
-                "architecture `{architecture}` (supported: llama — Llama, SmolLM, TinyLlama, Mistral)"
-            )));
-        }
-        let a = &architecture;
-        let n_head = md_u32(ct, &format!("{a}.attention.head_count"))?;
-        let n_embd = md_u32(ct, &format!("{a}.embedding_length"))?;
-        let head_dim = n_embd / n_head.max(1);
-        Ok(Hparams {
-            n_layer: md_u32(ct, &format!("{a}.block_count"))?,
-            n_embd,
-            n_head,
-            n_kv_head: md_u32(ct, &format!("{a}.attention.head_count_kv")).unwrap_or(n_head),
-            head_dim,
-            rope_base: ct
-                .metadata
-                .get(&format!("{a}.rope.freq_base"))
-                .and_then(|v| v.to_f32().ok())
-                .unwrap_or(10_000.0),
-            rms_eps: ct
-                .metadata
-                .get(&format!("{a}.attention.layer_norm_rms_epsilon"))
-                .and_then(|v| v.to_f32().ok())
-                .unwrap_or(1e-5) as f64,
-            context_length: md_u32(ct, &format!("{a}.context_length"))
-                .unwrap_or(2048)
-                .min(MAX_CONTEXT),
-            architecture,
-        })
-    }
-}
-
-impl Weights {
+impl RefWeights {
     /// Loads the weights, re-quantizing the types that have no fast kernel to Q8_0.
-    pub fn load<R: Read + Seek>(ct: &Content, reader: &mut R) -> Result<Weights, EmbeddedError> {
-        Weights::load_as(ct, reader, GgmlDType::Q8_0)
+    pub fn load<R: Read + Seek>(ct: &Content, reader: &mut R) -> Result<RefWeights, EmbeddedError> {
+        RefWeights::load_as(ct, reader, GgmlDType::Q8_0, false)
+    }
+
+    /// The stored weights as dense f32 matrices: products without quantizing the activations,
+    /// exact maths on the file's weights.
+    pub fn load_dense<R: Read + Seek>(
+        ct: &Content,
+        reader: &mut R,
+    ) -> Result<RefWeights, EmbeddedError> {
+        RefWeights::load_as(ct, reader, GgmlDType::Q8_0, true)
     }
 
     /// Loads the weights, converting the types without a fast kernel to `target` (Q8_0: lossless
@@ -166,7 +95,14 @@ impl Weights {
         ct: &Content,
         reader: &mut R,
         target: GgmlDType,
-    ) -> Result<Weights, EmbeddedError> {
+        dense: bool,
+    ) -> Result<RefWeights, EmbeddedError> {
+        let mat = |q: QTensor| -> Result<QMatMul, EmbeddedError> {
+            match dense {
+                true => Ok(QMatMul::Tensor(q.dequantize(&Device::Cpu)?)),
+                false => Ok(QMatMul::from_qtensor(q)?),
+            }
+        };
         let hp = Hparams::from_gguf(ct)?;
         if hp.n_head == 0 || hp.n_kv_head == 0 || hp.n_head % hp.n_kv_head != 0 {
             return Err(EmbeddedError::Format(format!(
@@ -178,7 +114,8 @@ impl Weights {
         let mut requantized = 0usize;
         let mut get = |name: &str| -> Result<QTensor, EmbeddedError> {
             let t = ct.tensor(reader, name, &dev)?;
-            if needs_requantize(t.dtype())
+            if !dense
+                && needs_requantize(t.dtype())
                 && t.dtype() != target
                 && t.shape().dims().last().is_some_and(|d| d % 32 == 0)
             {
@@ -202,18 +139,18 @@ impl Weights {
         for i in 0..hp.n_layer {
             let p = format!("blk.{i}");
             layers.push(Layer {
-                wq: QMatMul::from_qtensor(get(&format!("{p}.attn_q.weight"))?)?,
-                wk: QMatMul::from_qtensor(get(&format!("{p}.attn_k.weight"))?)?,
-                wv: QMatMul::from_qtensor(get(&format!("{p}.attn_v.weight"))?)?,
-                wo: QMatMul::from_qtensor(get(&format!("{p}.attn_output.weight"))?)?,
+                wq: mat(get(&format!("{p}.attn_q.weight"))?)?,
+                wk: mat(get(&format!("{p}.attn_k.weight"))?)?,
+                wv: mat(get(&format!("{p}.attn_v.weight"))?)?,
+                wo: mat(get(&format!("{p}.attn_output.weight"))?)?,
                 attn_norm: norm(get(&format!("{p}.attn_norm.weight"))?)?,
-                w_gate: QMatMul::from_qtensor(get(&format!("{p}.ffn_gate.weight"))?)?,
-                w_down: QMatMul::from_qtensor(get(&format!("{p}.ffn_down.weight"))?)?,
-                w_up: QMatMul::from_qtensor(get(&format!("{p}.ffn_up.weight"))?)?,
+                w_gate: mat(get(&format!("{p}.ffn_gate.weight"))?)?,
+                w_down: mat(get(&format!("{p}.ffn_down.weight"))?)?,
+                w_up: mat(get(&format!("{p}.ffn_up.weight"))?)?,
                 ffn_norm: norm(get(&format!("{p}.ffn_norm.weight"))?)?,
             });
         }
-        let output = QMatMul::from_qtensor(output)?;
+        let output = mat(output)?;
         // Rotary tables (llama's interleaved "NORM" rotation, as GGUF stores llama's Q/K).
         let half = hp.head_dim / 2;
         let theta: Vec<f32> = (0..half)
@@ -224,7 +161,7 @@ impl Weights {
             .to_dtype(DType::F32)?
             .reshape((hp.context_length, 1))?;
         let angles = positions.matmul(&theta)?;
-        Ok(Weights {
+        Ok(RefWeights {
             cos: angles.cos()?,
             sin: angles.sin()?,
             hparams: hp,
@@ -238,7 +175,7 @@ impl Weights {
     }
 
     /// Feeds `tokens` after what the cache holds and returns the logits of the last position.
-    pub fn forward(&self, tokens: &[u32], cache: &mut KvCache) -> Result<Vec<f32>, EmbeddedError> {
+    pub fn forward(&self, tokens: &[u32], cache: &mut RefCache) -> Result<Vec<f32>, EmbeddedError> {
         let hp = &self.hparams;
         let seq = tokens.len();
         let pos = cache.tokens.len();
@@ -331,15 +268,4 @@ impl Weights {
         let logits = self.output.forward(&last)?.squeeze(0)?.squeeze(0)?;
         Ok(logits.to_dtype(DType::F32)?.to_vec1::<f32>()?)
     }
-}
-
-/// Index of the largest value.
-pub fn argmax(values: &[f32]) -> usize {
-    let mut best = 0;
-    for (i, v) in values.iter().enumerate() {
-        if *v > values[best] {
-            best = i;
-        }
-    }
-    best
 }

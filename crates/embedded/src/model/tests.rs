@@ -1,0 +1,405 @@
+//! The forward pass against the previous candle implementation ([`super::reference`]): a tiny
+//! random llama written in memory (prompt, decoding steps, cutting the cache back, several thread
+//! counts), and the real default model when `TOOLBRIDGE_EMBEDDED_MODEL` names it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::Cursor;
+
+use candle_core::quantized::gguf_file::{self, Content, Value};
+use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::{Device, Tensor};
+
+use super::reference::{RefCache, RefWeights};
+use super::{argmax, KvCache, Weights};
+
+const E: usize = 64;
+const HEADS: usize = 4;
+const KV_HEADS: usize = 2;
+const FF: usize = 96;
+const LAYERS: usize = 2;
+const VOCAB: usize = 80;
+
+fn random(shape: (usize, usize), seed: u64, dtype: GgmlDType, amp: f32) -> QTensor {
+    let mut state = seed.wrapping_mul(6364136223846793005) ^ 0x9E3779B97F4A7C15;
+    let values: Vec<f32> = (0..shape.0 * shape.1)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 33) as f32 / (1u64 << 31) as f32 - 0.5) * amp
+        })
+        .collect();
+    let t = Tensor::from_vec(values, shape, &Device::Cpu).unwrap();
+    QTensor::quantize(&t, dtype).unwrap()
+}
+
+fn norm(seed: u64) -> QTensor {
+    // Around 1, not exactly: the norm weights must matter.
+    let t = random((1, E), seed, GgmlDType::F32, 0.4)
+        .dequantize(&Device::Cpu)
+        .unwrap()
+        .flatten_all()
+        .unwrap();
+    let t = (t + 1.0).unwrap();
+    QTensor::quantize(&t, GgmlDType::F32).unwrap()
+}
+
+/// The weight types of a tiny model: `Exact` uses only types both implementations compute the
+/// same way (Q8_0, F32); `Mixed` those the loader handles differently (Q4_1, Q4_0, Q5_1).
+#[derive(Clone, Copy, PartialEq)]
+enum Types {
+    Exact,
+    Mixed,
+}
+
+/// A llama with random weights and a separate output matrix.
+fn tiny(types: Types) -> Vec<u8> {
+    let pick = |mixed: GgmlDType| match types {
+        Types::Mixed => mixed,
+        Types::Exact => GgmlDType::Q8_0,
+    };
+    let md = vec![
+        ("general.architecture", Value::String("llama".into())),
+        ("llama.block_count", Value::U32(LAYERS as u32)),
+        ("llama.embedding_length", Value::U32(E as u32)),
+        ("llama.feed_forward_length", Value::U32(FF as u32)),
+        ("llama.attention.head_count", Value::U32(HEADS as u32)),
+        ("llama.attention.head_count_kv", Value::U32(KV_HEADS as u32)),
+        ("llama.context_length", Value::U32(256)),
+        ("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5)),
+        ("llama.rope.freq_base", Value::F32(10000.0)),
+    ];
+    let hd = E / HEADS;
+    let mut tensors: Vec<(String, QTensor)> = vec![
+        (
+            "token_embd.weight".into(),
+            random((VOCAB, E), 1, pick(GgmlDType::Q4_1), 2.0),
+        ),
+        ("output_norm.weight".into(), norm(2)),
+        (
+            "output.weight".into(),
+            random((VOCAB, E), 3, GgmlDType::Q8_0, 1.0),
+        ),
+    ];
+    for l in 0..LAYERS {
+        let s = 100 * (l as u64 + 1);
+        let p = format!("blk.{l}");
+        let mut add = |name: &str, t: QTensor| tensors.push((format!("{p}.{name}"), t));
+        add("attn_q.weight", random((E, E), s + 1, GgmlDType::Q8_0, 1.0));
+        add(
+            "attn_k.weight",
+            random((KV_HEADS * hd, E), s + 2, pick(GgmlDType::Q4_1), 1.0),
+        );
+        add(
+            "attn_v.weight",
+            random((KV_HEADS * hd, E), s + 3, GgmlDType::F32, 1.0),
+        );
+        add(
+            "attn_output.weight",
+            random((E, E), s + 4, pick(GgmlDType::Q4_0), 0.5),
+        );
+        add(
+            "ffn_gate.weight",
+            random((FF, E), s + 5, GgmlDType::Q8_0, 1.0),
+        );
+        add(
+            "ffn_up.weight",
+            random((FF, E), s + 6, pick(GgmlDType::Q5_1), 1.0),
+        );
+        add(
+            "ffn_down.weight",
+            random((E, FF), s + 7, pick(GgmlDType::Q4_1), 0.5),
+        );
+        add("attn_norm.weight", norm(s + 8));
+        add("ffn_norm.weight", norm(s + 9));
+    }
+    let md_refs: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (*k, v)).collect();
+    let t_refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let mut out = Cursor::new(Vec::new());
+    gguf_file::write(&mut out, &md_refs, &t_refs).unwrap();
+    out.into_inner()
+}
+
+fn load_both(bytes: &[u8], threads: usize) -> (Weights, RefWeights) {
+    let mut r = Cursor::new(bytes);
+    let ct = Content::read(&mut r).unwrap();
+    let mut ours = Weights::load(&ct, &mut r).unwrap();
+    ours.set_threads(threads);
+    let reference = RefWeights::load(&ct, &mut r).unwrap();
+    (ours, reference)
+}
+
+fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+#[track_caller]
+fn assert_close(ours: &[f32], reference: &[f32], what: &str) {
+    let scale = reference.iter().map(|v| v.abs()).fold(0.0, f32::max);
+    let d = max_diff(ours, reference);
+    assert!(
+        d <= 1e-3 * scale.max(1.0),
+        "{what}: logits differ by {d} (largest |logit| {scale})"
+    );
+}
+
+#[test]
+fn the_forward_pass_matches_the_candle_reference() {
+    let bytes = tiny(Types::Exact);
+    for threads in [1, 2, 3] {
+        let (ours, reference) = load_both(&bytes, threads);
+        let (mut c1, mut c2) = (KvCache::default(), RefCache::default());
+        let prompt = [5u32, 17, 3, 44, 60, 2, 9, 71];
+        let a = ours.forward(&prompt, &mut c1).unwrap();
+        let b = reference.forward(&prompt, &mut c2).unwrap();
+        assert_eq!(a.len(), VOCAB);
+        assert_close(&a, &b, &format!("prompt, {threads} threads"));
+        // Decoding steps, each one token.
+        let mut next = argmax(&b) as u32;
+        for step in 0..6 {
+            let a = ours.forward(&[next], &mut c1).unwrap();
+            let b = reference.forward(&[next], &mut c2).unwrap();
+            assert_close(&a, &b, &format!("step {step}, {threads} threads"));
+            next = (argmax(&b) as u32 + step) % VOCAB as u32;
+        }
+        assert_eq!(c1.tokens(), c2.tokens());
+        // Cut back into the prompt and continue with other tokens (a second conversation round).
+        c1.truncate(5).unwrap();
+        c2.truncate(5).unwrap();
+        assert_eq!(c1.tokens(), &prompt[..5]);
+        let a = ours.forward(&[30, 31, 32], &mut c1).unwrap();
+        let b = reference.forward(&[30, 31, 32], &mut c2).unwrap();
+        assert_close(&a, &b, &format!("after truncate, {threads} threads"));
+        let a = ours.forward(&[33], &mut c1).unwrap();
+        let b = reference.forward(&[33], &mut c2).unwrap();
+        assert_close(&a, &b, &format!("step after truncate, {threads} threads"));
+        // Cleared: the same as a fresh cache.
+        c1.clear();
+        let again = ours.forward(&prompt, &mut c1).unwrap();
+        let fresh = ours.forward(&prompt, &mut KvCache::default()).unwrap();
+        assert_eq!(again, fresh);
+    }
+}
+
+/// Mean over positions of the largest logit error against exact products.
+fn error_vs(exact: &[Vec<f32>], got: &[Vec<f32>]) -> f32 {
+    exact
+        .iter()
+        .zip(got)
+        .map(|(x, g)| max_diff(x, g))
+        .sum::<f32>()
+        / exact.len() as f32
+}
+
+/// With 4-bit weights kept as stored (the candle path re-quantizes them to 8 bits first), ours is
+/// at least as close to exact products on the stored weights as the candle path; the `q4_0`
+/// target (5-bit weights to 4-bit) stays close too.
+#[test]
+fn mixed_weight_types_are_as_exact_as_the_candle_path() {
+    let bytes = tiny(Types::Mixed);
+    let mut r = Cursor::new(&bytes[..]);
+    let ct = Content::read(&mut r).unwrap();
+    let ours = Weights::load(&ct, &mut r).unwrap();
+    // token_embd, and per layer attn_k, attn_output, ffn_up, ffn_down.
+    assert_eq!(ours.requantized, 1 + LAYERS * 4);
+    let ours_q4 = Weights::load_as(&ct, &mut r, GgmlDType::Q4_0).unwrap();
+    let candle = RefWeights::load(&ct, &mut r).unwrap();
+    let exact = RefWeights::load_dense(&ct, &mut r).unwrap();
+    let prompt = [3u32, 1, 4, 1, 5, 9, 2, 6];
+    let steps = [5u32, 3, 58, 9, 7];
+    let run = |f: &dyn Fn(&[u32], bool) -> Vec<f32>| -> Vec<Vec<f32>> {
+        let mut all = vec![f(&prompt, true)];
+        all.extend(steps.iter().map(|t| f(&[*t], false)));
+        all
+    };
+    let cache = std::cell::RefCell::new(KvCache::default());
+    let ref_cache = std::cell::RefCell::new(RefCache::default());
+    let with_ours = |w: &Weights| {
+        run(&|t, fresh| {
+            if fresh {
+                cache.borrow_mut().clear();
+            }
+            w.forward(t, &mut cache.borrow_mut()).unwrap()
+        })
+    };
+    let with_ref = |w: &RefWeights| {
+        run(&|t, fresh| {
+            if fresh {
+                *ref_cache.borrow_mut() = RefCache::default();
+            }
+            w.forward(t, &mut ref_cache.borrow_mut()).unwrap()
+        })
+    };
+    let l_exact = with_ref(&exact);
+    let scale = l_exact[0].iter().map(|v| v.abs()).fold(0.0, f32::max);
+    let (e_ours, e_candle) = (
+        error_vs(&l_exact, &with_ours(&ours)),
+        error_vs(&l_exact, &with_ref(&candle)),
+    );
+    let e_q4 = error_vs(&l_exact, &with_ours(&ours_q4));
+    eprintln!(
+        "errors vs exact: ours {e_ours}, candle {e_candle}, q4_0 {e_q4} (logits up to {scale})"
+    );
+    assert!(
+        e_ours <= e_candle * 1.25 + 1e-4,
+        "ours {e_ours} vs candle {e_candle}"
+    );
+    assert!(e_q4 < 0.1 * scale, "q4_0 {e_q4}");
+}
+
+#[test]
+fn feeding_a_prompt_at_once_or_token_by_token_agrees() {
+    let (ours, _) = load_both(&tiny(Types::Mixed), 2);
+    let prompt = [1u32, 2, 3, 4, 5, 6, 7];
+    let all = ours.forward(&prompt, &mut KvCache::default()).unwrap();
+    let mut cache = KvCache::default();
+    let mut last = Vec::new();
+    for t in prompt {
+        last = ours.forward(&[t], &mut cache).unwrap();
+    }
+    // Batched rows quantize the same activations, so only the attention sums' order differs.
+    assert!(max_diff(&all, &last) < 1e-3, "{}", max_diff(&all, &last));
+}
+
+#[test]
+fn bad_input_is_refused_and_leaves_the_cache_usable() {
+    let (ours, _) = load_both(&tiny(Types::Exact), 2);
+    let mut cache = KvCache::default();
+    assert!(ours.forward(&[], &mut cache).is_err());
+    assert!(ours.forward(&[VOCAB as u32], &mut cache).is_err());
+    let long = vec![1u32; 257];
+    assert!(matches!(
+        ours.forward(&long, &mut cache),
+        Err(crate::error::EmbeddedError::ContextFull { .. })
+    ));
+    assert!(cache.tokens().is_empty());
+    let a = ours.forward(&[1, 2], &mut cache).unwrap();
+    let b = ours.forward(&[1, 2], &mut KvCache::default()).unwrap();
+    assert_eq!(a, b);
+}
+
+/// Greedy decoding as the engine does it by default (repetition penalty 1.1 over the last 64
+/// generated tokens); returns the tokens.
+fn greedy(mut step: impl FnMut(&[u32]) -> Vec<f32>, prompt: &[u32], n: usize) -> Vec<u32> {
+    let mut logits = step(prompt);
+    let mut out: Vec<u32> = Vec::new();
+    for _ in 0..n {
+        let mut seen = std::collections::HashSet::new();
+        for &t in out.iter().rev().take(64) {
+            if seen.insert(t) {
+                let v = &mut logits[t as usize];
+                *v = if *v > 0.0 { *v / 1.1 } else { *v * 1.1 };
+            }
+        }
+        let t = argmax(&logits) as u32;
+        out.push(t);
+        logits = step(&[t]);
+    }
+    out
+}
+
+/// The logits after the prompt (fed at once) and after each token of `continuation` (one by one).
+fn teacher_forced(
+    mut step: impl FnMut(&[u32]) -> Vec<f32>,
+    prompt: &[u32],
+    continuation: &[u32],
+) -> Vec<Vec<f32>> {
+    let mut all = vec![step(prompt)];
+    for &t in continuation {
+        all.push(step(&[t]));
+    }
+    all
+}
+
+/// With the real model, quantizing the activations to 8 bits makes every implementation's logits
+/// differ from exact products by ~0.5–1.5 (the candle path's own batched and one-token-at-a-time
+/// results differ by as much), so ours cannot equal the candle path to 1e-2. What must hold: ours
+/// is as close to exact products (the stored weights as dense f32) as the candle path is, and
+/// picks the same top token as often.
+#[test]
+fn the_real_model_is_as_close_to_exact_products_as_the_candle_path() {
+    let Some(path) = std::env::var_os("TOOLBRIDGE_EMBEDDED_MODEL").filter(|p| !p.is_empty()) else {
+        eprintln!("skipped: TOOLBRIDGE_EMBEDDED_MODEL is not set (scripts/test.sh sets it)");
+        return;
+    };
+    let n: usize = std::env::var("TOOLBRIDGE_COMPARE_TOKENS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24);
+    let options = crate::engine::EngineOptions {
+        threads: Some(2),
+        q4_0: false,
+    };
+    let engine = crate::engine::Engine::load(std::path::Path::new(&path), &options).unwrap();
+    let prompt = engine.render(&[crate::template::TemplateMessage::new(
+        "user",
+        "Write a short story about a robot who learns to paint. Describe the colours it discovers, the first painting it makes, and what the other robots think of it.",
+    )]);
+    let ids = engine.tokenizer().encode(&prompt).unwrap();
+    let open = || {
+        let mut file = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
+        let ct = Content::read(&mut file).unwrap();
+        (ct, file)
+    };
+    let (ct, mut file) = open();
+    let candle = RefWeights::load(&ct, &mut file).unwrap();
+    let (ct, mut file) = open();
+    let exact = RefWeights::load_dense(&ct, &mut file).unwrap();
+    let ours = engine.weights();
+
+    let mut c = RefCache::default();
+    let candle_tokens = greedy(|t| candle.forward(t, &mut c).unwrap(), &ids, n);
+    let mut c = KvCache::default();
+    let our_tokens = greedy(|t| ours.forward(t, &mut c).unwrap(), &ids, n);
+    let mut c = RefCache::default();
+    let exact_tokens = greedy(|t| exact.forward(t, &mut c).unwrap(), &ids, n);
+    let same = |a: &[u32], b: &[u32]| a.iter().zip(b).take_while(|(a, b)| a == b).count();
+    eprintln!(
+        "greedy, tokens identical before the first difference (of {n}): ours/candle {}, \
+         ours/exact {}, candle/exact {}",
+        same(&our_tokens, &candle_tokens),
+        same(&our_tokens, &exact_tokens),
+        same(&candle_tokens, &exact_tokens)
+    );
+    // Greedy decoding follows exact products at least as long with ours as with candle's path
+    // (on the bench prompt: 20 tokens against 2 — candle's re-quantization of the Q4_1 weights to
+    // Q8_0 flips a near-tie at the third token).
+    assert!(same(&our_tokens, &exact_tokens) >= same(&candle_tokens, &exact_tokens));
+
+    let mut c = RefCache::default();
+    let l_candle = teacher_forced(|t| candle.forward(t, &mut c).unwrap(), &ids, &candle_tokens);
+    let mut c = RefCache::default();
+    let l_exact = teacher_forced(|t| exact.forward(t, &mut c).unwrap(), &ids, &candle_tokens);
+    let mut c = KvCache::default();
+    let l_ours = teacher_forced(|t| ours.forward(t, &mut c).unwrap(), &ids, &candle_tokens);
+    let (mut d_ours, mut d_candle, mut agree_ours, mut agree_candle, mut d_between) =
+        (0f32, 0f32, 0, 0, 0f32);
+    for ((o, c), x) in l_ours.iter().zip(&l_candle).zip(&l_exact) {
+        d_ours += max_diff(o, x);
+        d_candle += max_diff(c, x);
+        d_between = d_between.max(max_diff(o, c));
+        agree_ours += usize::from(argmax(o) == argmax(x));
+        agree_candle += usize::from(argmax(c) == argmax(x));
+    }
+    let positions = l_exact.len() as f32;
+    let (d_ours, d_candle) = (d_ours / positions, d_candle / positions);
+    eprintln!(
+        "mean largest logit error vs exact products: ours {d_ours:.3}, candle {d_candle:.3}; \
+         top token as exact: ours {agree_ours}, candle {agree_candle} of {positions}; \
+         ours vs candle at most {d_between:.3}"
+    );
+    assert!(
+        d_ours <= d_candle * 1.25 + 0.05,
+        "ours {d_ours} vs candle {d_candle}"
+    );
+    assert!(
+        agree_ours + 2 >= agree_candle,
+        "{agree_ours} vs {agree_candle}"
+    );
+    assert!(d_between < 5.0, "ours and candle differ by {d_between}");
+}
