@@ -736,6 +736,9 @@ pub fn memory_block(memories: &[String]) -> Option<String> {
 pub const PYTHON_NO_OUTPUT: &str = "(no output)";
 /// Ours: the interpreter did not answer an interrupt, so it was killed and a fresh one started.
 pub const PYTHON_STATE_LOST: &str = "The Python session did not respond and was restarted; variables and imports from earlier calls are gone (files in /workspace are kept). Re-run any setup code you need.";
+/// Ours: the interpreter's replies could not be read (unreadable or oversized protocol output,
+/// e.g. code writing to the driver's reply channel), so it was killed and a fresh one started.
+pub const PYTHON_PROTOCOL_ERROR: &str = "The Python session sent a reply that could not be read (code may have written to its internal reply channel) and was restarted; variables and imports from earlier calls are gone (files in /workspace are kept). Re-run any setup code you need.";
 /// Ours: the interpreter died during a call and was restarted; placeholder `<CAUSE>` (one of the
 /// `PYTHON_CAUSE_*` texts).
 pub const PYTHON_CRASHED: &str = "The Python session stopped because <CAUSE>, and was restarted; variables and imports from earlier calls are gone (files in /workspace are kept). Re-run any setup code you need.";

@@ -443,6 +443,7 @@ fn rendered_python_texts() {
     for text in [
         texts::PYTHON_NO_OUTPUT.to_owned(),
         texts::PYTHON_STATE_LOST.to_owned(),
+        texts::PYTHON_PROTOCOL_ERROR.to_owned(),
         texts::python_crashed(&texts::python_cause(texts::PYTHON_CAUSE_MEMORY, 1024)),
         texts::python_crashed(texts::PYTHON_CAUSE_CPU),
         texts::python_crashed(&texts::python_cause(texts::PYTHON_CAUSE_FILE_SIZE, 256)),

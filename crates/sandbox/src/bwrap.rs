@@ -124,6 +124,17 @@ impl Bwrap {
         cmd
     }
 
+    /// `--disable-userns` exists from bubblewrap 0.8.0 on.
+    fn can_disable_userns(&self) -> bool {
+        let mut parts = self
+            .version
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|p| !p.is_empty())
+            .map(|p| p.parse::<u32>().unwrap_or(0));
+        let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+        (major, minor) >= (0, 8)
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn args(
         &self,
@@ -153,6 +164,16 @@ impl Bwrap {
                 "CAP_SETGID",
                 "--cap-add",
                 "CAP_SETPCAP",
+            ]);
+        } else if self.can_disable_userns() {
+            // No nested user namespaces: they would hand the code a fresh "root" and the kernel
+            // attack surface that comes with it (bubblewrap 0.8+).
+            push(&[
+                "--unshare-all",
+                "--unshare-user",
+                "--disable-userns",
+                "--cap-drop",
+                "ALL",
             ]);
         } else {
             push(&["--unshare-all", "--cap-drop", "ALL"]);

@@ -85,9 +85,23 @@ pub fn visible_roots(python: &Path) -> Vec<PathBuf> {
             }
         }
     }
-    roots.retain(|r| !is_system_dir(r));
+    roots.retain(|r| !is_system_dir(r) && !exposes_home(r));
     roots.dedup();
     roots
+}
+
+/// Whether binding `root` would show the user's home (SSH keys, configuration with keys, the
+/// toolbridge data folder with every conversation's workspace and the memory database): the home
+/// itself, any folder above it, or a home-level dot folder that holds the data folder
+/// (`~/.local`). Such an interpreter is not made visible; `check` then reports it does not run.
+fn exposes_home(root: &Path) -> bool {
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+        return false;
+    };
+    if home.as_os_str().is_empty() || home == Path::new("/") {
+        return false;
+    }
+    home.starts_with(root) || root == home.join(".local") || root == home.join(".local/share")
 }
 
 /// The prefix of an installation whose executables are in `bin` (`<prefix>/bin`).
@@ -100,7 +114,18 @@ fn installation_root(bin: &Path) -> Option<PathBuf> {
     } else {
         bin
     };
-    Some(prefix.to_path_buf())
+    // Only a folder that is a Python installation (it has `lib/python3.*`): a stray `python3` in
+    // `~/bin` must not make the whole home visible.
+    let is_python_prefix = ["lib", "lib64"].iter().any(|lib| {
+        std::fs::read_dir(prefix.join(lib)).is_ok_and(|entries| {
+            entries.flatten().any(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.starts_with("python3"))
+            })
+        })
+    });
+    is_python_prefix.then(|| prefix.to_path_buf())
 }
 
 #[cfg(test)]
@@ -124,6 +149,36 @@ mod tests {
         )
         .unwrap();
         let roots = visible_roots(&venv.join("bin").join("python"));
-        assert_eq!(roots, vec![venv, PathBuf::from("/opt/py")]);
+        // /opt/py is not a Python installation on this machine (no lib/python3.*), so only the
+        // venv is bound.
+        assert_eq!(roots, vec![venv]);
+    }
+
+    #[test]
+    fn a_python_in_a_plain_folder_does_not_expose_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("python3"), "").unwrap();
+        assert!(visible_roots(&bin.join("python3")).is_empty());
+        std::fs::create_dir_all(dir.path().join("lib/python3.11")).unwrap();
+        assert_eq!(
+            visible_roots(&bin.join("python3")),
+            vec![dir.path().to_path_buf()]
+        );
+    }
+
+    #[test]
+    fn the_home_and_its_data_folders_are_never_bound() {
+        let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+            return;
+        };
+        assert!(exposes_home(&home));
+        assert!(exposes_home(Path::new("/")) || home == Path::new("/"));
+        assert!(exposes_home(&home.join(".local")));
+        assert!(!exposes_home(
+            &home.join(".local/share/toolbridge/sandbox/venv")
+        ));
+        assert!(!exposes_home(Path::new("/opt/py")));
     }
 }

@@ -245,3 +245,35 @@ async fn the_temporary_directory_is_writable_and_private() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn no_nested_user_namespaces_when_bubblewrap_runs_unprivileged() {
+    // As root, bubblewrap runs without a user namespace (see bwrap.rs), so `--disable-userns`
+    // cannot apply; the check is for the unprivileged path (what most users run).
+    if rustix::process::geteuid().is_root() {
+        eprintln!("skipped: running as root; the unprivileged bubblewrap path is not exercised");
+        return;
+    }
+    let Some(sb) = sandbox(
+        toolbridge_sandbox::BackendChoice::Bubblewrap,
+        Limits::default(),
+    ) else {
+        eprintln!("skipped: bubblewrap does not work here");
+        return;
+    };
+    let ws = workspace(&sb);
+    let out = run(
+        &sb,
+        ws.path(),
+        &sh(),
+        &["-c", "unshare -Ur true && echo NESTED"],
+        &[],
+    )
+    .await;
+    assert!(
+        !out.stdout.contains("NESTED"),
+        "a nested user namespace was created: {}{}",
+        out.stdout,
+        out.stderr
+    );
+}

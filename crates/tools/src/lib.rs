@@ -14,6 +14,7 @@
 
 pub mod common;
 pub mod fetch_image;
+pub mod fswalk;
 pub mod images;
 pub mod memory;
 pub mod net;
@@ -87,6 +88,19 @@ pub struct ToolsConfig {
 impl ToolsConfig {
     pub fn is_enabled(&self, tool: Builtin) -> bool {
         self.enabled.contains(&tool)
+    }
+
+    /// Whether an enabled tool reads or writes the conversation workspace (so a run should open
+    /// and mark it before the first call).
+    pub fn uses_workspace(&self) -> bool {
+        [
+            Builtin::FetchImage,
+            Builtin::ImageGenerate,
+            Builtin::PythonExecute,
+            Builtin::RunInTerminal,
+        ]
+        .into_iter()
+        .any(|t| self.is_enabled(t))
     }
 }
 

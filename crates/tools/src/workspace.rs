@@ -16,6 +16,12 @@ use serde::{Deserialize, Serialize};
 /// The marker file of a workspace folder.
 pub const MARKER: &str = ".toolbridge-workspace";
 
+/// How far the outputs report looks.
+const OUTPUT_WALK: crate::fswalk::Limits = crate::fswalk::Limits {
+    max_entries: 10_000,
+    max_depth: 8,
+};
+
 /// The three folders of a workspace, as seed 000 names them.
 pub const FOLDERS: [&str; 3] = ["uploads", "downloads", "outputs"];
 
@@ -178,10 +184,32 @@ impl Workspace {
         &self.path
     }
 
-    /// Marks the workspace as used now.
+    /// Marks the workspace as used now. Sandboxed code can write the workspace: a marker it
+    /// replaced with a link (to a host file we would then overwrite) or anything else is removed
+    /// and recreated; the file is opened without following links.
     pub fn touch(&self) -> Result<(), WorkspaceError> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
         let marker = self.path.join(MARKER);
-        std::fs::write(&marker, b"toolbridge conversation workspace\n").map_err(io(&marker))
+        if let Ok(meta) = std::fs::symlink_metadata(&marker) {
+            if !meta.is_file() {
+                if meta.is_dir() {
+                    std::fs::remove_dir_all(&marker).map_err(io(&marker))?;
+                } else {
+                    std::fs::remove_file(&marker).map_err(io(&marker))?;
+                }
+            }
+        }
+        let nofollow = i32::try_from(rustix::fs::OFlags::NOFOLLOW.bits()).unwrap_or(0);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(nofollow)
+            .open(&marker)
+            .map_err(io(&marker))?;
+        file.write_all(b"toolbridge conversation workspace\n")
+            .map_err(io(&marker))
     }
 
     /// Copies a file into `uploads/`, keeping its name (a name already there gets `-2`, `-3`, …
@@ -217,11 +245,13 @@ impl Workspace {
         ))
     }
 
-    /// The files under `outputs/` with their sizes and modification times.
+    /// The files under `outputs/` with their sizes and modification times (sandboxed code
+    /// controls this tree: no link is followed, the root included).
     pub fn outputs(&self) -> OutputsSnapshot {
-        let mut files = HashMap::new();
-        let root = self.path.join("outputs");
-        walk(&root, &root, &mut files, 0);
+        let files = crate::fswalk::regular_files(&self.path.join("outputs"), OUTPUT_WALK)
+            .into_iter()
+            .map(|(rel, stamp)| (rel.to_string_lossy().into_owned(), stamp))
+            .collect();
         OutputsSnapshot { files }
     }
 
@@ -232,10 +262,10 @@ impl Workspace {
             .files
             .into_iter()
             .filter(|(rel, stamp)| before.files.get(rel) != Some(stamp))
-            .map(|(relative, (size, _))| OutputFile {
+            .map(|(relative, stamp)| OutputFile {
                 path: self.path.join("outputs").join(&relative),
                 relative,
-                size,
+                size: stamp.0,
             })
             .collect();
         changed.sort_by(|a, b| a.relative.cmp(&b.relative));
@@ -294,34 +324,10 @@ fn free_name(dir: &Path, name: &str) -> PathBuf {
         .unwrap_or(first)
 }
 
-/// Walks `dir` without following links (outputs are written by sandboxed code), at most 8 deep.
-fn walk(root: &Path, dir: &Path, files: &mut HashMap<String, (u64, SystemTime)>, depth: usize) {
-    if depth > 8 {
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let Ok(meta) = entry.path().symlink_metadata() else {
-            continue;
-        };
-        let path = entry.path();
-        if meta.is_dir() {
-            walk(root, &path, files, depth + 1);
-        } else if meta.is_file() {
-            if let Ok(rel) = path.strip_prefix(root) {
-                let stamp = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-                files.insert(rel.to_string_lossy().into_owned(), (meta.len(), stamp));
-            }
-        }
-    }
-}
-
 /// What `outputs/` held at one moment.
 #[derive(Clone, Debug, Default)]
 pub struct OutputsSnapshot {
-    files: HashMap<String, (u64, SystemTime)>,
+    files: HashMap<String, crate::fswalk::Stamp>,
 }
 
 /// A file the model produced.
@@ -426,6 +432,36 @@ mod tests {
             std::fs::read_to_string(foreign.join("notes.txt")).unwrap(),
             "mine"
         );
+    }
+
+    #[test]
+    fn a_marker_replaced_by_a_link_never_writes_through_it() {
+        let root = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(root.path(), "c").unwrap();
+        let host_file = root.path().join("bashrc");
+        std::fs::write(&host_file, "export SAFE=1\n").unwrap();
+        let marker = ws.path().join(MARKER);
+        std::fs::remove_file(&marker).unwrap();
+        std::os::unix::fs::symlink(&host_file, &marker).unwrap();
+        Workspace::open(root.path(), "c").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&host_file).unwrap(),
+            "export SAFE=1\n"
+        );
+        assert!(std::fs::symlink_metadata(&marker).unwrap().is_file());
+    }
+
+    #[test]
+    fn an_outputs_folder_replaced_by_a_link_lists_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(root.path(), "c").unwrap();
+        let host = root.path().join("host-secrets");
+        std::fs::create_dir(&host).unwrap();
+        std::fs::write(host.join("id_rsa"), "key").unwrap();
+        let before = ws.outputs();
+        std::fs::remove_dir(ws.path().join("outputs")).unwrap();
+        std::os::unix::fs::symlink(&host, ws.path().join("outputs")).unwrap();
+        assert!(ws.new_outputs(&before).is_empty());
     }
 
     #[test]

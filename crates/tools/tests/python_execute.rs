@@ -597,3 +597,257 @@ async fn a_toolbox_timeout_interrupts_the_cell_and_keeps_state() {
     assert_eq!((r.status, r.for_model.as_str()), (CallStatus::Ok, "9"));
     assert!(started.elapsed() < Duration::from_secs(4));
 }
+
+/// Lone surrogates in output, values and tracebacks reach the model escaped, instead of making
+/// the reply unreadable (which used to stall until the budget and lose the state).
+#[tokio::test(flavor = "multi_thread")]
+async fn lone_surrogates_do_not_break_the_reply() {
+    let Some(tool) = tool() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = context(ws.path(), "c1");
+    ok(
+        &tool,
+        &ctx,
+        "kept = 1\nbad = b'\\xff'.decode('utf-8', 'surrogateescape')",
+    )
+    .await;
+    let started = Instant::now();
+    let err = tool_error(&tool, &ctx, "raise ValueError('bad ' + bad)").await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(err.contains("ValueError: bad \\udcff"), "{err}");
+    assert_eq!(ok(&tool, &ctx, "bad").await, "'\\udcff'");
+    let out = ok(&tool, &ctx, "print('p' + bad)\n'v' + bad").await;
+    assert!(out.contains('p') && out.ends_with("'v\\udcff'"), "{out}");
+    assert_eq!(ok(&tool, &ctx, "kept").await, "1");
+}
+
+/// Finds the driver's reply pipe (`reply_fd`) from its frames.
+const REPLY_FD: &str = "import os, sys\nf = sys._getframe()\nwhile '_proto_out' not in f.f_globals:\n    f = f.f_back\nreply_fd = f.f_globals['_proto_out'].fileno()\ndel f\nassert reply_fd >= 10, reply_fd";
+
+/// Garbage on the reply pipe (a huge line, or a stray `{`) restarts the interpreter at once with
+/// a notice, and the host does not buffer without bound.
+#[tokio::test(flavor = "multi_thread")]
+async fn writing_to_the_reply_channel_restarts_with_a_notice() {
+    let Some(tool) = tool() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = context(ws.path(), "c1");
+    ok(&tool, &ctx, REPLY_FD).await;
+    let started = Instant::now();
+    let err = tool_error(
+        &tool,
+        &ctx,
+        "for _ in range(400):\n    os.write(reply_fd, b'x' * (1 << 20))",
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(err, texts::PYTHON_PROTOCOL_ERROR);
+    assert_eq!(ok(&tool, &ctx, "1 + 1").await, "2");
+    ok(&tool, &ctx, REPLY_FD).await;
+    let started = Instant::now();
+    let err = tool_error(&tool, &ctx, "os.write(reply_fd, b'{')").await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(err, texts::PYTHON_PROTOCOL_ERROR);
+    assert_eq!(ok(&tool, &ctx, "'reply_fd' in globals()").await, "False");
+}
+
+/// Writes to small fds (where the reply pipe used to be) do not reach the protocol.
+#[tokio::test(flavor = "multi_thread")]
+async fn stray_writes_to_small_fds_do_not_desynchronise_replies() {
+    let Some(tool) = tool() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = context(ws.path(), "c1");
+    let code = "import os\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b'{')\n    except OSError:\n        pass\n'done'";
+    assert!(ok(&tool, &ctx, code).await.ends_with("'done'"));
+    assert_eq!(ok(&tool, &ctx, "6 * 7").await, "42");
+    assert_eq!(ok(&tool, &ctx, "fd").await, "63");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tracebacks_are_capped_keeping_the_tail() {
+    let Some(tool) = tool() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = context(ws.path(), "c1");
+    let err = tool_error(&tool, &ctx, "raise ValueError('x' * 3_000_000 + ' END')").await;
+    assert!(err.len() < 110_000, "{}", err.len());
+    assert!(err.ends_with("xxx END"), "{}", &err[err.len() - 100..]);
+    let note = texts::PYTHON_OUTPUT_OMITTED
+        .split("<BYTES>")
+        .nth(1)
+        .unwrap();
+    assert!(err.contains(note.trim()), "{}", &err[..200]);
+}
+
+/// A slow `repr` of the value runs as part of the cell: the interrupt stops it, state kept.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hanging_repr_can_be_interrupted() {
+    let config = PythonConfig {
+        cell_timeout_secs: 1,
+        interrupt_grace_ms: 1000,
+        ..PythonConfig::default()
+    };
+    let Some(tool) = tool_with(test_limits(), config) else {
+        return;
+    };
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = context(ws.path(), "c1");
+    ok(&tool, &ctx, "kept = 'yes'").await;
+    let err = tool_error(
+        &tool,
+        &ctx,
+        "class A:\n    def __repr__(self):\n        while True:\n            pass\nA()",
+    )
+    .await;
+    assert!(err.contains("KeyboardInterrupt"), "{err}");
+    assert!(err.ends_with(&texts::python_cell_timeout(1)), "{err}");
+    // The same for an exception whose message never comes.
+    let err = tool_error(
+        &tool,
+        &ctx,
+        "class E(Exception):\n    def __str__(self):\n        while True:\n            pass\nraise E()",
+    )
+    .await;
+    assert!(err.ends_with(&texts::python_cell_timeout(1)), "{err}");
+    assert_eq!(ok(&tool, &ctx, "kept").await, "'yes'");
+}
+
+/// A forked child of a cell does not answer for the cell: the parent's output and value come back.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forked_child_does_not_answer_for_the_cell() {
+    let Some(tool) = tool() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = context(ws.path(), "c1");
+    ok(&tool, &ctx, "kept = 'yes'").await;
+    let out = ok(
+        &tool,
+        &ctx,
+        "import os\npid = os.fork()\nif pid == 0:\n    print('in child')\nelse:\n    os.waitpid(pid, 0)\n    print('in parent')\n'parent' if pid else 'child'",
+    )
+    .await;
+    assert!(out.contains("in child"), "{out}");
+    assert!(out.contains("in parent"), "{out}");
+    assert!(out.ends_with("'parent'"), "{out}");
+    assert_eq!(ok(&tool, &ctx, "kept").await, "'yes'");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn closing_sys_stdout_or_stderr_does_not_break_later_cells() {
+    let Some(tool) = tool() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = context(ws.path(), "c1");
+    ok(
+        &tool,
+        &ctx,
+        "import sys\nsys.stdout.close()\nsys.stderr.close()",
+    )
+    .await;
+    assert_eq!(ok(&tool, &ctx, "print('hello')").await, "hello");
+    assert_eq!(
+        ok(&tool, &ctx, "print('warn', file=sys.stderr)").await,
+        "warn"
+    );
+}
+
+/// A cell that finishes (here: it swallows the interrupt) is a result, not a timeout.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cell_that_finishes_after_the_budget_is_not_a_timeout() {
+    let config = PythonConfig {
+        cell_timeout_secs: 1,
+        ..PythonConfig::default()
+    };
+    let Some(tool) = tool_with(test_limits(), config) else {
+        return;
+    };
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = context(ws.path(), "c1");
+    let out = ok(
+        &tool,
+        &ctx,
+        "import time\ntry:\n    time.sleep(30)\nexcept KeyboardInterrupt:\n    pass\n'finished'",
+    )
+    .await;
+    assert_eq!(out, "'finished'");
+}
+
+/// Processes whose command line contains `needle`.
+fn processes_with(needle: &str) -> usize {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    procs
+        .flatten()
+        .filter(|p| p.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter(|p| {
+            let cmdline = std::fs::read(p.path().join("cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline).contains(needle)
+        })
+        .count()
+}
+
+/// Under Landlock (no PID namespace) a background process of a dead interpreter is killed with
+/// its process group.
+#[tokio::test(flavor = "multi_thread")]
+async fn background_processes_die_with_a_dead_interpreter() {
+    let config = SandboxConfig {
+        backend: BackendChoice::Landlock,
+        limits: test_limits(),
+        ..SandboxConfig::default()
+    };
+    let sandbox = match Sandbox::new(config) {
+        Ok(sandbox) => sandbox,
+        Err(e) => {
+            eprintln!("skipped: Landlock is not available here: {e}");
+            return;
+        }
+    };
+    let tool = PythonExecute::new(sandbox, PythonConfig::default());
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = context(ws.path(), "c1");
+    let marker = format!("{}.{}", 7000 + std::process::id() % 1000, 31337);
+    ok(
+        &tool,
+        &ctx,
+        &format!("import subprocess\np = subprocess.Popen(['sleep', '{marker}'])"),
+    )
+    .await;
+    assert_eq!(processes_with(&marker), 1);
+    let err = tool_error(&tool, &ctx, "import os\nos._exit(3)").await;
+    assert!(err.starts_with("The Python session stopped"), "{err}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while processes_with(&marker) > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the background process outlived the interpreter"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The reaper leaves alone a slot a call has taken but not locked yet.
+#[tokio::test]
+async fn the_reaper_keeps_a_slot_held_by_a_call() {
+    use toolbridge_tools::python::pool::Pool;
+    let pool = Pool::default();
+    let key = ("tester".to_owned(), "c1".to_owned());
+    let held = pool.slot(key.clone());
+    {
+        let mut slot = held.lock().await;
+        let Some(long_ago) = Instant::now().checked_sub(Duration::from_secs(48 * 3600)) else {
+            eprintln!("skipped: the clock is too young");
+            return;
+        };
+        slot.last_used = long_ago;
+        slot.expired = true;
+    }
+    pool.reap(Duration::from_secs(1));
+    assert!(std::sync::Arc::ptr_eq(&held, &pool.slot(key.clone())));
+    // Once nobody holds it, it is forgotten.
+    drop(held);
+    let fresh = pool.slot(key.clone());
+    drop(fresh);
+    pool.reap(Duration::from_secs(1));
+    assert!(!pool.slot(key).try_lock().unwrap().expired);
+}

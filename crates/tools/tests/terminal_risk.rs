@@ -190,6 +190,122 @@ const TABLE: &[(&str, CallRisk)] = &[
     ("   ", Unknown),
     ("python3 <<'EOF'\nprint(1)\nEOF", Unknown),
     ("hash -p /bin/rm ls; ls -rf x", Unknown),
+    // Security review: late evaluation of variables.
+    ("x='a[$(id)]'; echo $((x))", Unknown),
+    ("x='a[$(id)]'; [[ $x -eq 1 ]]", Unknown),
+    ("x='$(id)'; echo \"${x@P}\"", Unknown),
+    ("read PS4 <<< '$(id)'; set -x; ls", Unknown),
+    ("printf -v PATH %s .; ls", Unknown),
+    ("read PATH <<< .; ls", Unknown),
+    ("((x))", Unknown),
+    ("let x", Unknown),
+    ("echo $[x]", Unknown),
+    ("echo ${!x}", Unknown),
+    ("echo ${x:y:1}", Unknown),
+    ("echo ${a[$i]}", Unknown),
+    ("mapfile -t a < f", Unknown),
+    ("readarray a < f", Unknown),
+    ("set -x; ls", Unknown),
+    ("declare -i x; x=$1", Unknown),
+    ("export FOO=1; ls", Unknown),
+    ("local x=1", Unknown),
+    ("typeset y=1", Unknown),
+    ("cat <<EOF\n${x@P}\nEOF", Unknown),
+    ("cat <<EOF\n$((x))\nEOF", High),
+    ("[[ -f a ]]", Low),
+    ("echo ${x:-default} ${#x} ${a[0]} ${x:1:2}", Low),
+    // Security review: git.
+    (
+        "git config core.fsmonitor 'touch pwned' --get; git status",
+        Unknown,
+    ),
+    ("git config --get user.name", Low),
+    ("git config --list", Low),
+    ("git config --get-all --add x y", Unknown),
+    ("git grep -O'touch pwned' -e x", High),
+    ("git grep --open-files-in-pager=sh -e x", High),
+    ("git grep --open=sh -e x", High),
+    ("git diff --output keep.txt HEAD", Medium),
+    ("git log --output F", Medium),
+    ("git log --output=/etc/x", High),
+    ("git -p log", Unknown),
+    ("git --paginate log", Unknown),
+    ("git -c user.name=x log", Unknown),
+    ("git --exec-path=/tmp status", Unknown),
+    ("git --git-dir=/tmp/x status", Unknown),
+    ("git --git-dir /tmp/x status", Unknown),
+    ("git --work-tree /tmp status", Unknown),
+    // Security review: tar.
+    ("tar -x -ft.tar", Medium),
+    ("tar -xf a.tar -Ct", Medium),
+    ("tar -xf a.tar -C/etc", High),
+    ("tar xf a.tar", Medium),
+    ("tar -tf a.tar --extract", Medium),
+    ("tar -tf a.tar --ext", Medium),
+    ("tar -tf a.tar -I'sh -c \"id; cat\" x'", High),
+    ("tar -tf a.tar -F x", High),
+    ("tar -tvIsh -f a.tar", High),
+    ("tar tIf sh a.tar", High),
+    ("tar -tf a.tar --use-compress-prog=sh", High),
+    ("tar -tf a.tar --to-comm=sh", High),
+    ("tar -tf a.tar --checkpoint-act=exec=sh", High),
+    ("tar -tf a.tar --info-scr=x", High),
+    ("tar -tf a.tar --new-vol=x", High),
+    ("tar tf a.tar", Low),
+    ("tar -tvf a.tar --checkpoint=10", Low),
+    // Security review: option values written together.
+    ("sort --output=important.txt /dev/null", Medium),
+    ("sort -oimportant.txt", Medium),
+    ("sort -uo/etc/x f", High),
+    ("sort --out=/etc/x f", High),
+    ("sort --compress-prog=sh f", High),
+    ("sort --compress-program sh f", High),
+    ("cp --target-directory=/etc x", High),
+    ("cp --target=/etc x", High),
+    ("cp -t/etc x", High),
+    ("unzip -d/etc a.zip", High),
+    ("unzip a.zip -d outdir", Medium),
+    ("time -o/etc/x ls", High),
+    ("time --output=/etc/x ls", High),
+    ("tree -o/etc/x", High),
+    // Security review: aliases and shell state.
+    (
+        "shopt -s expand_aliases; alias ls=find; ls . -delete",
+        Unknown,
+    ),
+    ("shopt -s expand_aliases", Unknown),
+    ("alias ll='ls -l'", Unknown),
+    ("alias", Low),
+    ("enable -f x.so y", Unknown),
+    ("builtin cd x", Unknown),
+    ("hash -p /bin/find ls", Unknown),
+    ("trap 'ls' EXIT", Unknown),
+    ("source x.sh", Unknown),
+    (". x.sh", Unknown),
+    ("command -p ls", Unknown),
+    ("command -v ls", Low),
+    ("shopt", Low),
+    // Security review: environment assignments.
+    ("LESSOPEN='|id; cat %s' less f", High),
+    ("env LESSOPEN='|id; cat %s' less f", High),
+    ("LESSCLOSE=x less f", High),
+    ("FOO=1 ls", Unknown),
+    ("env FOO=1 ls", Unknown),
+    ("MANPAGER=x man ls", High),
+    ("GIT_EXTERNAL_DIFF=x git diff", High),
+    ("GCONV_PATH=. ls", High),
+    ("HOME=/tmp git status", High),
+    ("PYTHONWARNINGS=x python3 --version", High),
+    ("PERL5DB=x ls", High),
+    ("RUBYLIB=x ls", High),
+    ("LD_AUDIT=x ls", High),
+    ("IFS=x ls", High),
+    ("LANG=C ls", Low),
+    ("LC_ALL=C sort f", Low),
+    ("TZ=UTC date", Low),
+    ("env LANG=C ls", Low),
+    ("PAGER=cat git log", Low),
+    ("NO_COLOR=1 COLUMNS=80 ls", Low),
 ];
 
 #[test]
@@ -244,6 +360,33 @@ fn long_input_is_classified_quickly() {
         "{:?}",
         started.elapsed()
     );
+}
+
+/// Deeply nested quotes, parameter expansions and arithmetic are refused, not followed until the
+/// stack runs out (on a thread with a small 2 MiB stack).
+#[test]
+fn deep_nesting_does_not_overflow_the_stack() {
+    let handle = std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(|| {
+            let braces = format!("echo {}{}", "${a:-\"".repeat(10_900), "}\"".repeat(10_900));
+            let plain = format!("echo {}{}", "${a:-".repeat(10_900), "}".repeat(10_900));
+            let arithmetic = format!("echo {}", "$((".repeat(5000));
+            let quoted = format!("echo {}", "\"$(".repeat(5000));
+            (
+                classify(&braces).risk,
+                classify(&plain).risk,
+                classify(&arithmetic).risk,
+                classify(&quoted).risk,
+            )
+        })
+        .unwrap();
+    let (braces, plain, arithmetic, quoted) = handle.join().unwrap();
+    assert_eq!(braces, Unknown);
+    assert_eq!(plain, Unknown);
+    // Unparsable text that contains `$(` is taken for a substitution.
+    assert_eq!(arithmetic, High);
+    assert_eq!(quoted, High);
 }
 
 proptest! {

@@ -59,7 +59,13 @@ impl RunWorkspace {
         let path = toolbridge_tools::workspace_for(tools, &conversation);
         let mut note = String::new();
         let mut before = OutputsSnapshot::default();
-        if !args.attach.is_empty() || path.as_deref().is_some_and(Path::exists) {
+        // Opened (and marked) up front when a tool will use it: a folder the tools created on
+        // their own would have no marker, so the clean-up could never remove it and the next
+        // run could not tell it from someone else's folder.
+        if !args.attach.is_empty()
+            || tools.uses_workspace()
+            || path.as_deref().is_some_and(Path::exists)
+        {
             let ws = toolbridge_tools::open_workspace(tools, &conversation)
                 .context("opening the conversation workspace")?;
             before = ws.outputs();

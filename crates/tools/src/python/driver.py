@@ -14,6 +14,7 @@
 
 import ast
 import builtins
+import fcntl
 import json
 import linecache
 import math
@@ -33,12 +34,26 @@ CPU_SECS = int(CONFIG.get("cpu_secs", 0))
 CPU_MESSAGE = CONFIG.get("cpu_message", "CPU time limit exceeded")
 OMITTED_NOTE = CONFIG.get("omitted_note", "\n... (<BYTES> bytes omitted) ...\n")
 
-# The protocol gets private copies of fds 0 and 1 (os.dup makes them non-inheritable, so
-# subprocesses of a cell never see them); fd 0 becomes /dev/null, so code that reads stdin gets
-# EOF instead of eating requests, and between cells fd 1 points at stderr, so stray writes from
-# background threads land in the host's log instead of corrupting the protocol.
-_proto_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
-_proto_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+DRIVER_PID = os.getpid()
+
+
+def _high_fd(fd):
+    """A close-on-exec copy of `fd` at a high number, out of the way of code that writes to small
+    fds it did not open (the originals are then pointed elsewhere)."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    base = 1000 if soft == resource.RLIM_INFINITY else max(10, min(1000, soft - 32))
+    try:
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, base)
+    except (OSError, AttributeError):
+        return os.dup(fd)
+
+
+# The protocol gets private copies of fds 0 and 1 at high numbers (close-on-exec, so subprocesses
+# of a cell never see them); fd 0 becomes /dev/null, so code that reads stdin gets EOF instead of
+# eating requests, and between cells fd 1 points at stderr, so stray writes from background
+# threads land in the host's log instead of corrupting the protocol.
+_proto_in = os.fdopen(_high_fd(0), "r", encoding="utf-8")
+_proto_out = os.fdopen(_high_fd(1), "w", encoding="utf-8")
 _devnull = os.open(os.devnull, os.O_RDWR)
 os.dup2(_devnull, 0)
 os.close(_devnull)
@@ -52,7 +67,16 @@ for _stream in (sys.stdout, sys.stderr):
         pass
 
 
+def safe(text):
+    """`text` without lone surrogates (which JSON readers reject): they become `\\udcff`."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def send(message):
+    if os.getpid() != DRIVER_PID:
+        # A forked child of a cell: only the driver itself answers.
+        return
+    message = {k: safe(v) if isinstance(v, str) else v for k, v in message.items()}
     line = json.dumps(message, ensure_ascii=True)
     with _write_lock:
         _proto_out.write(line + "\n")
@@ -68,6 +92,7 @@ class _State:
     running = None  # id of the running cell
     in_cell = False  # the main thread is inside the cell's code
     pending = False  # an interrupt for the running cell arrived
+    fired = False  # an interrupt was raised in the cell (it may have been caught there)
     lock = threading.Lock()
 
 
@@ -78,6 +103,8 @@ MAIN_IDENT = threading.main_thread().ident
 def on_sigint(signum, frame):
     if STATE.in_cell:
         STATE.in_cell = False
+        STATE.pending = False  # consumed
+        STATE.fired = True
         raise KeyboardInterrupt
 
 
@@ -169,7 +196,7 @@ class Capture:
 
 
 def cap_text(text):
-    data = text.encode("utf-8", "replace")
+    data = safe(text).encode("utf-8")
     if len(data) <= MAX_OUTPUT:
         return text, False
     half = MAX_OUTPUT // 2
@@ -178,6 +205,60 @@ def cap_text(text):
     out += OMITTED_NOTE.replace("<BYTES>", str(omitted))
     out += data[len(data) - (MAX_OUTPUT - half) :].decode("utf-8", "replace")
     return out, True
+
+
+def cap_tail(text):
+    """Like cap_text, but keeps only the end (a traceback's exception line is last)."""
+    data = safe(text).encode("utf-8")
+    if len(data) <= MAX_OUTPUT:
+        return text, False
+    omitted = len(data) - MAX_OUTPUT
+    out = OMITTED_NOTE.replace("<BYTES>", str(omitted)).lstrip("\n")
+    out += data[omitted:].decode("utf-8", "replace")
+    return out, True
+
+
+def guarded(fn):
+    """Runs `fn` as part of the cell: an interrupt (or the CPU limit) raises in it. An interrupt
+    that arrived while no cell code ran raises at once."""
+    with STATE.lock:
+        if STATE.pending:
+            STATE.pending = False
+            STATE.fired = True
+            raise KeyboardInterrupt
+        STATE.in_cell = True
+    try:
+        return fn()
+    finally:
+        STATE.in_cell = False
+
+
+def fresh_streams():
+    """Rebinds a closed (or missing) sys.stdout / sys.stderr to new writers on fds 1 / 2."""
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        stream = getattr(sys, name, None)
+        try:
+            usable = stream is not None and not stream.closed
+        except Exception:
+            usable = False
+        if not usable:
+            setattr(
+                sys,
+                name,
+                open(fd, "w", encoding="utf-8", errors="backslashreplace", closefd=False,
+                     buffering=1),
+            )
+
+
+def forked_child_exit(exc):
+    """The end of a cell in a process the cell forked: never answer the host, just stop."""
+    if exc is not None and not isinstance(exc, SystemExit):
+        try:
+            os.write(2, safe(format_error(exc)).encode("utf-8"))
+        except BaseException:
+            pass
+    flush_std()
+    os._exit(0 if exc is None else 1)
 
 
 def format_error(exc):
@@ -221,66 +302,78 @@ def run_cell(cell_id, number, code):
         "truncated": False,
     }
     flush_std()
+    fresh_streams()
     out = Capture(1)
     err = Capture(2)
-    value = None
-    has_value = False
     signal.signal(signal.SIGINT, on_sigint)
     signal.signal(signal.SIGXCPU, on_sigxcpu)
     set_cpu_budget()
+    failure = None
+    value_text, t3 = None, False
     try:
         try:
-            try:
-                tree = ast.parse(code, filename, "exec")
-            except SyntaxError as exc:
-                reply["error_type"] = type(exc).__name__
-                reply["error"] = "".join(traceback.format_exception_only(type(exc), exc))
-                tree = ast.Module(body=[], type_ignores=[])
-            last = None
-            if tree.body and isinstance(tree.body[-1], ast.Expr):
-                last = ast.Expression(tree.body.pop().value)
-            body = compile(tree, filename, "exec")
-            tail = compile(last, filename, "eval") if last is not None else None
-            with STATE.lock:
-                if STATE.pending:
-                    # Interrupted before it started (the signal found no cell to stop).
-                    raise KeyboardInterrupt
-                STATE.in_cell = True
+            tree = ast.parse(code, filename, "exec")
+        except SyntaxError as exc:
+            reply["error_type"] = type(exc).__name__
+            reply["error"] = "".join(traceback.format_exception_only(type(exc), exc))
+            tree = ast.Module(body=[], type_ignores=[])
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        body = compile(tree, filename, "exec")
+        tail = compile(last, filename, "eval") if last is not None else None
+
+        def cell():
+            # Everything the cell's code can make slow (its body, the value's repr, flushing
+            # its streams) runs here, where an interrupt still reaches it.
             exec(body, NAMESPACE)
+            shown = (None, False)
             if tail is not None:
                 value = eval(tail, NAMESPACE)
-                has_value = True
-            STATE.in_cell = False
-        except BaseException as exc:
-            STATE.in_cell = False
-            if isinstance(exc, KeyboardInterrupt):
+                if value is not None:
+                    NAMESPACE["_"] = value
+                    shown = cap_text(repr(value))
+            flush_std()
+            return shown
+
+        value_text, t3 = guarded(cell)
+    except BaseException as exc:
+        failure = exc
+    if os.getpid() != DRIVER_PID:
+        forked_child_exit(failure)
+    if failure is not None:
+        if isinstance(failure, KeyboardInterrupt):
+            reply["interrupted"] = True
+        if isinstance(failure, CPUTimeLimitExceeded):
+            reply["cpu_limit"] = True
+        reply["error_type"] = type(failure).__name__
+        STATE.fired = False
+        try:
+            reply["error"] = guarded(lambda: format_error(failure))
+            if STATE.fired:
+                # The interrupt landed in the exception's own code and traceback swallowed it.
                 reply["interrupted"] = True
-            if isinstance(exc, CPUTimeLimitExceeded):
-                reply["cpu_limit"] = True
-            reply["error_type"] = type(exc).__name__
-            reply["error"] = format_error(exc)
-    except KeyboardInterrupt:
-        # An interrupt that landed between the cell's end and the flag being cleared.
-        STATE.in_cell = False
-        reply["interrupted"] = True
-        reply["error_type"] = "KeyboardInterrupt"
-        reply["error"] = "KeyboardInterrupt\n"
+        except BaseException as again:
+            # Formatting the exception itself hung or failed: its name has to do.
+            reply["error"] = type(failure).__name__ + "\n"
+            if isinstance(again, KeyboardInterrupt):
+                reply["interrupted"] = True
+                reply["error"] += "KeyboardInterrupt\n"
+        try:
+            guarded(flush_std)
+        except BaseException as again:
+            if isinstance(again, KeyboardInterrupt):
+                reply["interrupted"] = True
     with STATE.lock:
         STATE.running = None
-    flush_std()
+        STATE.pending = False
     reply["stdout"], t1 = out.finish()
     reply["stderr"], t2 = err.finish()
-    if has_value and value is not None:
-        NAMESPACE["_"] = value
-        try:
-            reply["value"], t3 = cap_text(repr(value))
-        except BaseException as exc:
-            reply["error_type"] = type(exc).__name__
-            reply["error"] = format_error(exc)
-            t3 = False
-    else:
-        t3 = False
-    reply["truncated"] = t1 or t2 or t3
+    reply["value"] = value_text
+    t4 = False
+    if reply["error"] is not None:
+        reply["error"], t4 = cap_tail(reply["error"])
+    reply["truncated"] = t1 or t2 or t3 or t4
     if CPU_SECS > 0:
         # Outside cells the budget is the whole hard limit again (the driver's own bookkeeping
         # must never be the thing that trips it).

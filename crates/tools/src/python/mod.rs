@@ -211,7 +211,11 @@ impl Inner {
         let inside = inside.to_string_lossy().into_owned();
         let code = paths::to_inside(code, &inside);
         let outputs_dir = workspace.join(OUTPUTS);
-        let before = Snapshot::take(&outputs_dir);
+        // The walk touches the filesystem: not on the async threads.
+        let walk_dir = outputs_dir.clone();
+        let before = tokio::task::spawn_blocking(move || Snapshot::take(&walk_dir))
+            .await
+            .unwrap_or_default();
         let grace = Duration::from_millis(self.config.interrupt_grace_ms);
         // The toolbox's limit for the call may be shorter than the cell budget: interrupt the
         // cell before it, with room for the grace, so the state is kept and our text wins.
@@ -226,7 +230,9 @@ impl Inner {
         let result = match outcome {
             Outcome::Replied { reply, stop } => {
                 let mut text = render::reply_text(&reply, &self.limits);
-                if stop == Some(Stop::TimedOut) {
+                // The budget may run out while a finished cell's reply is on its way: only a
+                // cell the interrupt actually stopped timed out.
+                if stop == Some(Stop::TimedOut) && reply.interrupted {
                     let timed_out =
                         texts::python_cell_timeout((budget.as_secs_f64().ceil() as u64).max(1));
                     let body = text.unwrap_or_else(|e| e);
@@ -242,8 +248,14 @@ impl Inner {
                 self.restart(&mut slot, workspace).await;
                 Err(render::crashed(limit, &self.limits))
             }
+            Outcome::Protocol => {
+                self.restart(&mut slot, workspace).await;
+                Err(texts::PYTHON_PROTOCOL_ERROR.to_owned())
+            }
         };
-        let files = before.changed(&outputs_dir);
+        let files = tokio::task::spawn_blocking(move || before.changed(&outputs_dir))
+            .await
+            .unwrap_or_default();
         let finish = |body: String| {
             let mut blocks = notes.clone();
             blocks.push(body);

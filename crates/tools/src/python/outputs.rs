@@ -2,29 +2,27 @@
 //! compared with the folder after it.
 
 use std::collections::HashMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+use crate::fswalk::{self, Stamp};
 
 /// The folder, relative to the workspace, whose new files are reported.
 pub const OUTPUTS: &str = "outputs";
-/// A cell could create a huge tree; the walk stops after this many entries.
-const MAX_ENTRIES: usize = 10_000;
-const MAX_DEPTH: usize = 16;
+/// A cell could create a huge tree; the walk stops after this many entries and this depth.
+const LIMITS: fswalk::Limits = fswalk::Limits {
+    max_entries: 10_000,
+    max_depth: 16,
+};
 
-/// What identifies one version of a file: size, modification time (ns), inode.
-type Stamp = (u64, i64, i64, u64);
-
-/// The regular files of a folder tree and their stamps.
+/// The regular files of a folder tree (relative paths) and their stamps.
 #[derive(Debug, Default)]
 pub struct Snapshot(HashMap<PathBuf, Stamp>);
 
 impl Snapshot {
-    /// The files under `dir` (symbolic links are not followed).
+    /// The files under `dir`. Sandboxed code controls this tree, so no symbolic link is followed,
+    /// the root included (`fswalk`).
     pub fn take(dir: &Path) -> Snapshot {
-        let mut files = HashMap::new();
-        let mut seen = 0usize;
-        walk(dir, 0, &mut seen, &mut files);
-        Snapshot(files)
+        Snapshot(fswalk::regular_files(dir, LIMITS))
     }
 
     /// Files under `dir` that are new or changed since this snapshot, as
@@ -35,38 +33,10 @@ impl Snapshot {
             .0
             .into_iter()
             .filter(|(path, stamp)| self.0.get(path) != Some(stamp))
-            .filter_map(|(path, stamp)| {
-                let rel = path.strip_prefix(dir).ok()?;
-                Some((format!("{OUTPUTS}/{}", rel.to_string_lossy()), stamp.0))
-            })
+            .map(|(rel, stamp)| (format!("{OUTPUTS}/{}", rel.to_string_lossy()), stamp.0))
             .collect();
         out.sort();
         out
-    }
-}
-
-fn walk(dir: &Path, depth: usize, seen: &mut usize, files: &mut HashMap<PathBuf, Stamp>) {
-    if depth > MAX_DEPTH {
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        *seen += 1;
-        if *seen > MAX_ENTRIES {
-            return;
-        }
-        let Ok(meta) = entry.metadata() else {
-            continue;
-        };
-        let path = entry.path();
-        if meta.is_dir() {
-            walk(&path, depth + 1, seen, files);
-        } else if meta.is_file() {
-            let stamp = (meta.len(), meta.mtime(), meta.mtime_nsec(), meta.ino());
-            files.insert(path, stamp);
-        }
     }
 }
 

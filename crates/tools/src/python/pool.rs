@@ -39,10 +39,14 @@ impl Pool {
         }))
     }
 
-    /// Closes sessions idle for `idle` or more (busy slots are skipped: they are in use).
+    /// Closes sessions idle for `idle` or more. Busy slots are skipped: locked ones are in use,
+    /// and so are ones whose `Arc` a call holds (between [`Pool::slot`] and locking it).
     pub fn reap(&self, idle: Duration) {
         let mut slots = self.lock();
         slots.retain(|key, slot| {
+            if Arc::strong_count(slot) > 1 {
+                return true;
+            }
             let Ok(mut slot) = slot.try_lock() else {
                 return true;
             };

@@ -6,13 +6,14 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use rustix::process::Pid;
 use serde::Deserialize;
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use toolbridge_sandbox::{explain, kill_group, LimitHit, Limits, RunSpec, Sandbox, SandboxError};
+use toolbridge_sandbox::{explain, LimitHit, Limits, RunSpec, Sandbox, SandboxError};
 
 /// The driver's source, passed with `python -c` so nothing has to be written into the
 /// workspace (where sandboxed code could change it for the next start).
@@ -24,6 +25,11 @@ const STDERR_TAIL_BYTES: usize = 8 * 1024;
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a dying interpreter gets to be reaped before it is killed outright.
 const EXIT_WAIT: Duration = Duration::from_secs(2);
+/// Room in a reply line beyond its four capped fields (stdout, stderr, value, error).
+const REPLY_SLACK_BYTES: usize = 64 * 1024;
+/// How much JSON escaping can grow a capped byte (`\u0001` for a control byte, `\ufffd` for the
+/// three bytes of U+FFFD, twelve bytes for a four-byte character).
+const JSON_GROWTH: usize = 6;
 
 /// Why an interpreter could not be started (operator-facing).
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +80,9 @@ pub enum Outcome {
     Hung { stop: Stop },
     /// The interpreter died; `limit` says which limit, when one explains it.
     Died { limit: Option<LimitHit> },
+    /// The driver sent a line that is not a reply (unreadable, or over the size bound): the
+    /// protocol can no longer be trusted, so the interpreter was killed.
+    Protocol,
 }
 
 /// What the driver is told at start (see the header of `driver.py`).
@@ -101,8 +110,11 @@ impl DriverSettings {
 /// A running interpreter. Dropping it kills its process group.
 pub struct Session {
     child: Child,
+    /// The process group, recorded at spawn: once the child is reaped `child.id()` is gone, but
+    /// processes it started in the background may still be in the group.
+    pgid: Option<Pid>,
     stdin: ChildStdin,
-    stdout: Lines<BufReader<ChildStdout>>,
+    stdout: LineReader,
     stderr_tail: Arc<Mutex<String>>,
     stderr_task: Option<JoinHandle<()>>,
     next_id: u64,
@@ -118,7 +130,12 @@ impl Session {
         limits: &Limits,
         settings: &DriverSettings,
     ) -> Result<Session, SessionError> {
-        sandbox.prepare_workspace(workspace)?;
+        // Preparing may walk (and chown) the whole workspace: not on the async threads.
+        let prepare_sandbox = sandbox.clone();
+        let prepare_at = workspace.to_path_buf();
+        tokio::task::spawn_blocking(move || prepare_sandbox.prepare_workspace(&prepare_at))
+            .await
+            .map_err(|e| SessionError::NotReady(format!("preparing the workspace: {e}")))??;
         let args = vec!["-c".to_owned(), DRIVER.to_owned(), settings.to_json()];
         let env = vec![
             // No display in the sandbox: plots render to files.
@@ -138,18 +155,28 @@ impl Session {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = command.spawn().map_err(SessionError::Spawn)?;
+        // `sandbox.command` makes the child the leader of its own process group.
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(Pid::from_raw);
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
-            kill_group(&child);
+            kill_process_group(pgid);
             return Err(SessionError::NotReady("no pipes to the interpreter".into()));
         };
         let stderr_tail = Arc::new(Mutex::new(String::new()));
         let stderr_task = tokio::spawn(keep_tail(stderr, Arc::clone(&stderr_tail)));
+        let max_line = settings
+            .max_output_bytes
+            .saturating_mul(4 * JSON_GROWTH)
+            .saturating_add(REPLY_SLACK_BYTES);
         let mut session = Session {
             child,
+            pgid,
             stdin,
-            stdout: BufReader::new(stdout).lines(),
+            stdout: LineReader::new(stdout, max_line),
             stderr_tail,
             stderr_task: Some(stderr_task),
             next_id: 1,
@@ -169,14 +196,20 @@ impl Session {
         &self.workspace
     }
 
-    /// Whether the process is still running.
+    /// Whether the process is still running (when it is not, whatever it left running in its
+    /// process group is killed).
     pub fn is_alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        let alive = matches!(self.child.try_wait(), Ok(None));
+        if !alive {
+            self.kill_group();
+        }
+        alive
     }
 
-    /// Why a dead interpreter died (reaps it).
+    /// Why a dead interpreter died (reaps it, and kills what it left in its process group).
     pub async fn exit_cause(&mut self) -> Option<LimitHit> {
         let status = self.reap().await;
+        self.kill_group();
         let tail = self.stderr_tail().await;
         tracing::warn!(?status, stderr = %tail, "python_execute interpreter exited");
         status.and_then(|s| explain(&s, &tail))
@@ -203,8 +236,9 @@ impl Session {
             () = tokio::time::sleep(budget) => Err(Stop::TimedOut),
         };
         let stop = match first {
-            Ok(Some(reply)) => return Outcome::Replied { reply, stop: None },
-            Ok(None) => return self.died().await,
+            Ok(Ok(Some(reply))) => return Outcome::Replied { reply, stop: None },
+            Ok(Ok(None)) => return self.died().await,
+            Ok(Err(e)) => return self.protocol_error(id, &e).await,
             Err(stop) => stop,
         };
         tracing::info!(?stop, id, "interrupting a python_execute cell");
@@ -216,22 +250,36 @@ impl Session {
             return self.died().await;
         }
         match tokio::time::timeout(grace, next_reply(&mut self.stdout, id)).await {
-            Ok(Some(reply)) => Outcome::Replied {
+            Ok(Ok(Some(reply))) => Outcome::Replied {
                 reply,
                 stop: Some(stop),
             },
-            Ok(None) => self.died().await,
+            Ok(Ok(None)) => self.died().await,
+            Ok(Err(e)) => self.protocol_error(id, &e).await,
             Err(_) => {
                 tracing::warn!(
                     id,
                     ?grace,
                     "python_execute cell ignored the interrupt; killing the interpreter"
                 );
-                kill_group(&self.child);
+                self.kill_group();
                 let _ = self.reap().await;
                 Outcome::Hung { stop }
             }
         }
+    }
+
+    async fn protocol_error(&mut self, id: u64, error: &ProtocolError) -> Outcome {
+        tracing::warn!(id, %error, "python_execute driver broke the protocol; killing the interpreter");
+        self.kill_group();
+        let _ = self.reap().await;
+        Outcome::Protocol
+    }
+
+    /// Kills the interpreter's process group: the interpreter (if still running) and everything
+    /// it started in the background.
+    fn kill_group(&self) {
+        kill_process_group(self.pgid);
     }
 
     async fn send(&mut self, line: &str) -> std::io::Result<()> {
@@ -241,6 +289,8 @@ impl Session {
     }
 
     async fn died(&mut self) -> Outcome {
+        // The interpreter is gone; processes it left in its group go too.
+        self.kill_group();
         Outcome::Died {
             limit: self.exit_cause().await,
         }
@@ -252,7 +302,7 @@ impl Session {
             Ok(Ok(status)) => Some(status),
             Ok(Err(_)) => None,
             Err(_) => {
-                kill_group(&self.child);
+                self.kill_group();
                 tokio::time::timeout(EXIT_WAIT, self.child.wait())
                     .await
                     .ok()
@@ -270,7 +320,7 @@ impl Session {
     }
 
     fn not_ready(mut self, why: String) -> SessionError {
-        kill_group(&self.child);
+        self.kill_group();
         let tail = lock(&self.stderr_tail).clone();
         // Dropping `self` reaps nothing; the kill above ends it, tokio reaps the orphan.
         self.stderr_task.take();
@@ -284,7 +334,72 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        kill_group(&self.child);
+        self.kill_group();
+    }
+}
+
+fn kill_process_group(pgid: Option<Pid>) {
+    if let Some(pgid) = pgid {
+        // ESRCH (already gone) is the expected race; nothing to report.
+        let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+    }
+}
+
+/// Why the driver's output can no longer be read as replies.
+#[derive(Debug, thiserror::Error)]
+enum ProtocolError {
+    #[error("a line longer than {0} bytes")]
+    TooLong(usize),
+    #[error("an unreadable line: {0}")]
+    Unreadable(String),
+    #[error("reading: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Lines of the driver's stdout, each at most `limit` bytes (code in the sandbox can reach the
+/// reply pipe; it must not make the host buffer without bound). Cancel-safe: a partial line is
+/// kept in the reader.
+struct LineReader {
+    inner: BufReader<ChildStdout>,
+    partial: Vec<u8>,
+    limit: usize,
+}
+
+impl LineReader {
+    fn new(stdout: ChildStdout, limit: usize) -> LineReader {
+        LineReader {
+            inner: BufReader::new(stdout),
+            partial: Vec::new(),
+            limit,
+        }
+    }
+
+    /// The next line without its newline; `None` at the end of the stream.
+    async fn next_line(&mut self) -> Result<Option<String>, ProtocolError> {
+        loop {
+            let available = self.inner.fill_buf().await?;
+            if available.is_empty() {
+                return Ok(None);
+            }
+            let (take, done) = match available.iter().position(|&b| b == b'\n') {
+                Some(at) => (at, true),
+                None => (available.len(), false),
+            };
+            let room = self.limit.saturating_sub(self.partial.len());
+            if take > room {
+                self.partial = Vec::new();
+                return Err(ProtocolError::TooLong(self.limit));
+            }
+            self.partial.extend_from_slice(&available[..take]);
+            self.inner.consume(if done { take + 1 } else { take });
+            if done {
+                let line = std::mem::take(&mut self.partial);
+                return match String::from_utf8(line) {
+                    Ok(line) => Ok(Some(line)),
+                    Err(e) => Err(ProtocolError::Unreadable(e.to_string())),
+                };
+            }
+        }
     }
 }
 
@@ -295,15 +410,17 @@ fn is_ready(line: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// The reply to cell `id`; `None` when the stream ended. Replies to other ids (a cell
-/// abandoned earlier) and lines that are not replies are skipped. Cancel-safe.
-async fn next_reply(lines: &mut Lines<BufReader<ChildStdout>>, id: u64) -> Option<Reply> {
+/// The reply to cell `id`; `Ok(None)` when the stream ended. Replies to other ids (a cell
+/// abandoned earlier) are skipped; a line that is not a reply is a protocol error. Cancel-safe.
+async fn next_reply(lines: &mut LineReader, id: u64) -> Result<Option<Reply>, ProtocolError> {
     loop {
-        let line = lines.next_line().await.ok()??;
+        let Some(line) = lines.next_line().await? else {
+            return Ok(None);
+        };
         match serde_json::from_str::<Reply>(&line) {
-            Ok(reply) if reply.id == id => return Some(reply),
+            Ok(reply) if reply.id == id => return Ok(Some(reply)),
             Ok(reply) => tracing::debug!(got = reply.id, want = id, "stale python_execute reply"),
-            Err(e) => tracing::warn!(error = %e, "unreadable line from the python_execute driver"),
+            Err(e) => return Err(ProtocolError::Unreadable(e.to_string())),
         }
     }
 }

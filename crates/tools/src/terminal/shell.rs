@@ -12,8 +12,9 @@ use std::fmt;
 
 /// Longer input is refused (unknown) rather than read.
 const MAX_INPUT: usize = 64 * 1024;
-/// Deeper nesting of substitutions is refused.
-const MAX_DEPTH: usize = 32;
+/// Deeper nesting of substitutions, quotes, parameter expansions and arithmetic (counted together)
+/// is refused: every recursive step of the lexer counts, so no input can exhaust the stack.
+const MAX_DEPTH: usize = 64;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParseError(pub String);
@@ -167,6 +168,10 @@ pub struct Script {
     pub commands: Vec<Command>,
     /// Command substitutions `$(…)`, `` `…` `` and process substitutions `<(…)`, `>(…)` anywhere.
     pub substitutions: usize,
+    /// Expansions that evaluate a variable's value as code at run time: arithmetic with a name in
+    /// it (`$((x))`, `$[x]`, `((…))`; `x='a[$(cmd)]'` runs `cmd`), `${x@P}`-style transformations,
+    /// indirection `${!x}`, computed subscripts and substring offsets.
+    pub late_evaluations: usize,
 }
 
 /// Parses a command line.
@@ -178,6 +183,7 @@ pub fn parse(src: &str) -> Result<Script, ParseError> {
         chars: src.chars().collect(),
         pos: 0,
         substitutions: 0,
+        late_evaluations: 0,
         pending_heredocs: Vec::new(),
         depth: 0,
     };
@@ -186,6 +192,7 @@ pub fn parse(src: &str) -> Result<Script, ParseError> {
     Ok(Script {
         commands,
         substitutions: lexer.substitutions,
+        late_evaluations: lexer.late_evaluations,
     })
 }
 
@@ -218,6 +225,7 @@ struct Lexer {
     chars: Vec<char>,
     pos: usize,
     substitutions: usize,
+    late_evaluations: usize,
     pending_heredocs: Vec<PendingHereDoc>,
     depth: usize,
 }
@@ -323,10 +331,22 @@ impl Lexer {
 
     /// Tokens until the end, or (when `nested`) until the `)` closing a substitution.
     fn tokens(&mut self, nested: bool) -> Result<Vec<Token>, ParseError> {
+        self.enter()?;
+        let result = self.tokens_inner(nested);
+        self.depth -= 1;
+        result
+    }
+
+    /// One more level of nesting; an error past [`MAX_DEPTH`].
+    fn enter(&mut self) -> Result<(), ParseError> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return err("nested too deeply");
         }
+        Ok(())
+    }
+
+    fn tokens_inner(&mut self, nested: bool) -> Result<Vec<Token>, ParseError> {
         let mut out = Vec::new();
         let mut parens = 0usize;
         loop {
@@ -388,6 +408,10 @@ impl Lexer {
                     }
                 }
                 '(' => {
+                    if self.peek_at(1) == Some('(') {
+                        // `((…))`: an arithmetic command (or nested subshells; either way asked).
+                        self.late_evaluations += 1;
+                    }
                     self.pos += 1;
                     parens += 1;
                     out.push(Token::Op(Op::Open));
@@ -431,7 +455,6 @@ impl Lexer {
                 }
             }
         }
-        self.depth -= 1;
         Ok(out)
     }
 
@@ -566,6 +589,13 @@ impl Lexer {
 
     /// After an opening `"`: up to the closing one.
     fn double_quoted(&mut self, w: &mut WordBuf) -> Result<(), ParseError> {
+        self.enter()?;
+        let result = self.double_quoted_inner(w);
+        self.depth -= 1;
+        result
+    }
+
+    fn double_quoted_inner(&mut self, w: &mut WordBuf) -> Result<(), ParseError> {
         w.mark_quoted();
         loop {
             match self.peek() {
@@ -601,11 +631,22 @@ impl Lexer {
 
     /// At a `$`.
     fn dollar(&mut self, w: &mut WordBuf, in_double_quotes: bool) -> Result<(), ParseError> {
+        self.enter()?;
+        let result = self.dollar_inner(w, in_double_quotes);
+        self.depth -= 1;
+        result
+    }
+
+    fn dollar_inner(&mut self, w: &mut WordBuf, in_double_quotes: bool) -> Result<(), ParseError> {
         self.pos += 1;
         match self.peek() {
             Some('(') if self.peek_at(1) == Some('(') => {
                 self.pos += 2;
+                let start = self.pos;
                 self.arithmetic()?;
+                if arithmetic_names_variables(&self.chars[start..self.pos]) {
+                    self.late_evaluations += 1;
+                }
                 w.expansion("$((…))");
             }
             Some('(') => {
@@ -621,11 +662,18 @@ impl Lexer {
                 let inner: String = self.chars[start..self.pos.saturating_sub(1)]
                     .iter()
                     .collect();
+                if parameter_evaluates(&inner) {
+                    self.late_evaluations += 1;
+                }
                 w.expansion(&format!("${{{inner}}}"));
             }
             Some('[') => {
                 self.pos += 1;
+                let start = self.pos;
                 self.skip_until(']')?;
+                if arithmetic_names_variables(&self.chars[start..self.pos]) {
+                    self.late_evaluations += 1;
+                }
                 w.expansion("$[…]");
             }
             Some('\'') if !in_double_quotes => {
@@ -680,6 +728,13 @@ impl Lexer {
 
     /// After `$((`: up to the matching `))`, noting substitutions inside.
     fn arithmetic(&mut self) -> Result<(), ParseError> {
+        self.enter()?;
+        let result = self.arithmetic_inner();
+        self.depth -= 1;
+        result
+    }
+
+    fn arithmetic_inner(&mut self) -> Result<(), ParseError> {
         let mut depth = 0usize;
         loop {
             match self.peek() {
@@ -721,6 +776,13 @@ impl Lexer {
 
     /// After `${`: up to the matching `}`, with quotes and nested expansions inside.
     fn braced_parameter(&mut self) -> Result<(), ParseError> {
+        self.enter()?;
+        let result = self.braced_parameter_inner();
+        self.depth -= 1;
+        result
+    }
+
+    fn braced_parameter_inner(&mut self) -> Result<(), ParseError> {
         let mut scratch = WordBuf::default();
         loop {
             match self.peek() {
@@ -861,10 +923,67 @@ impl Lexer {
             }
             if doc.expands {
                 self.substitutions += count_substitutions(&body);
+                if body.contains("$((") || body.contains("$[") || body.contains("${") {
+                    self.late_evaluations += 1;
+                }
             }
         }
         Ok(())
     }
+}
+
+/// Arithmetic text naming a variable (or anything but digits, operators and blanks): bash
+/// evaluates a variable's value as an expression, and `a[$(cmd)]` in it runs `cmd`.
+fn arithmetic_names_variables(text: &[char]) -> bool {
+    text.iter()
+        .any(|c| c.is_alphabetic() || matches!(c, '_' | '$' | '`' | '[' | '\\' | '\'' | '"'))
+}
+
+/// The inside of `${…}` evaluates something at run time beyond plain expansion: `${!x}`
+/// (indirection), `${x@P}` (transformations), `${a[i]}` with a computed subscript, `${x:o:l}`
+/// with a computed offset or length.
+fn parameter_evaluates(inner: &str) -> bool {
+    if inner.starts_with('!') {
+        return true;
+    }
+    let body = inner
+        .strip_prefix('#')
+        .filter(|b| !b.is_empty())
+        .unwrap_or(inner);
+    let name_len = match body.chars().next() {
+        Some(c) if c.is_ascii_alphabetic() || c == '_' => body
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(body.len()),
+        Some(c) if c.is_ascii_digit() => body
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(body.len()),
+        Some(c) if "@*#?-$!".contains(c) => c.len_utf8(),
+        _ => return true,
+    };
+    let mut rest = &body[name_len..];
+    if let Some(after) = rest.strip_prefix('[') {
+        let Some(end) = after.find(']') else {
+            return true;
+        };
+        let subscript = &after[..end];
+        let plain = subscript == "@"
+            || subscript == "*"
+            || (!subscript.is_empty() && subscript.chars().all(|c| c.is_ascii_digit()));
+        if !plain {
+            return true;
+        }
+        rest = &after[end + 1..];
+    }
+    if rest.starts_with('@') {
+        return true;
+    }
+    if let Some(after) = rest.strip_prefix(':') {
+        if !after.starts_with(['-', '=', '?', '+']) {
+            let arithmetic: Vec<char> = after.chars().collect();
+            return arithmetic_names_variables(&arithmetic);
+        }
+    }
+    false
 }
 
 /// Substitutions in an expanding here-document body (a `$(` or a backquote counts; escaped ones
@@ -1058,10 +1177,11 @@ impl Parser {
                 Some(other) => return err(format!("`{other}` is not supported")),
                 None => {}
             }
-            if w.assignment_name().is_some() {
-                self.current.assignments.push(w);
-                return Ok(());
-            }
+        }
+        // `A=1 B=2 cmd`: every assignment before the command name.
+        if self.current.words.is_empty() && w.assignment_name().is_some() {
+            self.current.assignments.push(w);
+            return Ok(());
         }
         self.current.words.push(w);
         Ok(())

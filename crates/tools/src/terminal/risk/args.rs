@@ -52,14 +52,56 @@ pub(super) fn operands_skipping<'a>(args: &'a [Word], with_values: &[&str]) -> V
     out
 }
 
-/// The value of the first of `names` (`-o FILE`, `-oFILE`, `--output FILE`, `--output=FILE`).
-pub(super) fn option_value<'a>(args: &'a [Word], names: &[&str]) -> Option<&'a Word> {
+/// `arg` names the long option `long` (`--output`), also abbreviated as GNU `getopt_long`
+/// allows (`--out`), with or without `=VALUE`: `Some(inline value)`.
+pub(super) fn long_option<'a>(arg: &'a str, long: &str) -> Option<Option<&'a str>> {
+    let (name, value) = match arg.split_once('=') {
+        Some((n, v)) => (n, Some(v)),
+        None => (arg, None),
+    };
+    let abbreviation = name.strip_prefix("--").filter(|n| !n.is_empty())?;
+    let full = long.strip_prefix("--")?;
+    full.starts_with(abbreviation).then_some(value)
+}
+
+/// Any of `arg`'s forms naming one of `names` (`-o`, `-oVALUE`, `-xo VALUE` in a group,
+/// `--output`, `--output=VALUE`, `--out=VALUE`).
+fn names_option<'a>(arg: &'a str, names: &[&str]) -> Option<Option<&'a str>> {
+    for n in names {
+        if n.starts_with("--") {
+            if let Some(v) = long_option(arg, n) {
+                return Some(v);
+            }
+        } else if let Some(letter) = n.strip_prefix('-').and_then(|l| {
+            let mut c = l.chars();
+            c.next().filter(|_| c.next().is_none())
+        }) {
+            // A short option in a group: the rest of the group (if any) is its value. Another
+            // letter's value containing it is read as this option too (the safe direction).
+            if let Some(group) = short_group(arg) {
+                if let Some(i) = group.find(letter) {
+                    let rest = &group[i + letter.len_utf8()..];
+                    return Some((!rest.is_empty()).then_some(rest));
+                }
+            }
+        } else if arg == *n {
+            return Some(None);
+        }
+    }
+    None
+}
+
+/// The value of the first of `names` (`-o FILE`, `-oFILE`, `--output FILE`, `--output=FILE`,
+/// `--out=FILE`).
+pub(super) fn option_value(args: &[Word], names: &[&str]) -> Option<Word> {
     for (i, a) in args.iter().enumerate() {
         if a.text == "--" {
             return None;
         }
-        if names.contains(&a.text.as_str()) {
-            return args.get(i + 1);
+        match names_option(&a.text, names) {
+            Some(Some(v)) => return Some(Word::part(v, a.dynamic)),
+            Some(None) => return args.get(i + 1).cloned(),
+            None => {}
         }
     }
     None

@@ -2,7 +2,9 @@
 
 use toolbridge_agent::approval::CallRisk;
 
-use super::args::{operands_skipping, option_value, short_group, skip_options, split_options};
+use super::args::{
+    long_option, operands_skipping, option_value, short_group, skip_options, split_options,
+};
 use super::names::{code_loading_variable, is_interpreter, READ_ONLY, SHELLS};
 use super::rules::{sed_in_place, sed_prints_lines};
 use super::{classify_script, Ctx, Findings, Input};
@@ -37,14 +39,21 @@ impl Ctx {
             "exec" => f.add(High, "exec replaces the shell"),
             "source" | "." => self.source(f, &texts, input),
             "command" => {
-                if texts.iter().any(|t| matches!(*t, "-v" | "-V")) {
+                if texts
+                    .iter()
+                    .take_while(|t| t.starts_with('-'))
+                    .any(|t| short_group(t).is_some_and(|g| g.contains('p')))
+                {
+                    f.add(Unknown, "command -p searches another PATH");
+                } else if texts.iter().any(|t| matches!(*t, "-v" | "-V")) {
                     f.add(Low, "command -v looks a program up");
                 } else {
                     let skip = skip_options(args, &[]);
                     self.rest(f, &args[skip..], input, dynamic);
                 }
             }
-            "builtin" | "nohup" | "busybox" => self.rest(f, args, input, dynamic),
+            "builtin" => f.add(Unknown, "builtin runs a shell builtin bypassing functions"),
+            "nohup" | "busybox" => self.rest(f, args, input, dynamic),
             "env" => self.env(f, args, input, dynamic),
             "nice" => {
                 let skip = skip_options(args, &["-n", "--adjustment"]);
@@ -52,8 +61,8 @@ impl Ctx {
             }
             "time" => {
                 let skip = skip_options(args, &["-f", "--format", "-o", "--output"]);
-                if let Some(out) = option_value(args, &["-o", "--output"]) {
-                    self.written(f, out, "time writes to");
+                if let Some(out) = option_value(&args[..skip], &["-o", "--output"]) {
+                    self.written(f, &out, "time writes to");
                 }
                 self.rest(f, &args[skip..], input, dynamic);
             }
@@ -79,7 +88,10 @@ impl Ctx {
                     Some(c) if c.dynamic => {
                         f.add(Unknown, "trap runs a string computed at run time")
                     }
-                    Some(c) => classify_script(f, &c.text, self.depth + 1, false),
+                    Some(c) => {
+                        classify_script(f, &c.text, self.depth + 1, false);
+                        f.add(Unknown, "trap sets commands that run later");
+                    }
                     None => f.add(Low, "trap lists traps"),
                 }
             }
@@ -89,9 +101,61 @@ impl Ctx {
                         classify_script(f, value, self.depth + 1, false);
                     }
                 }
-                f.add(Low, "alias");
+                if args.is_empty() {
+                    f.add(Low, "alias lists aliases");
+                } else {
+                    f.add(Unknown, "alias changes what later commands run");
+                }
+            }
+            "shopt" => {
+                if texts
+                    .iter()
+                    .all(|t| !t.starts_with('-') || matches!(*t, "-p" | "-q"))
+                {
+                    f.add(Low, "shopt prints shell options");
+                } else {
+                    f.add(Unknown, "shopt changes how the shell reads commands");
+                }
+            }
+            "set" => {
+                if args.is_empty() {
+                    f.add(Low, "set lists variables");
+                } else {
+                    f.add(Unknown, "set changes shell options or arguments");
+                }
+            }
+            "read" | "mapfile" | "readarray" => {
+                f.add(Unknown, format!("{name} sets variables from its input"));
+            }
+            "enable" | "hash" | "unalias" => {
+                f.add(Unknown, format!("{name} changes what later commands run"));
+            }
+            "printf" if texts.iter().any(|t| t.starts_with("-v")) => {
+                f.add(Unknown, "printf -v sets a variable");
+            }
+            "[[" => {
+                // `[[ x -eq 1 ]]` evaluates the variable x as arithmetic (`a[$(cmd)]` runs);
+                // `-v a[i]` evaluates the subscript.
+                const EVALUATES: &[&str] = &["-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-v", "-R"];
+                if texts.iter().any(|t| EVALUATES.contains(t)) {
+                    f.add(Unknown, "[[ evaluates operands as arithmetic");
+                } else {
+                    f.add(Low, "[[ (read-only)");
+                }
+            }
+            "test" | "[" if texts.iter().any(|t| matches!(*t, "-v" | "-R")) => {
+                f.add(Unknown, format!("{name} -v evaluates a subscript"));
             }
             "export" | "declare" | "typeset" | "local" | "readonly" => {
+                if args
+                    .iter()
+                    .any(|a| a.text.contains('=') || a.text.starts_with(['-', '+']))
+                {
+                    f.add(
+                        Unknown,
+                        format!("{name} with a value or an attribute can evaluate code"),
+                    );
+                }
                 for a in args {
                     let named = a.assignment_name().map_or(a.text.as_str(), |n| n);
                     if code_loading_variable(named) {
@@ -215,9 +279,9 @@ impl Ctx {
             "cp" | "mv" | "ln" | "install" => {
                 f.add(Medium, format!("{name} writes files"));
                 let target = option_value(args, &["-t", "--target-directory"])
-                    .or_else(|| split_options(args).1.last().copied());
+                    .or_else(|| split_options(args).1.last().map(|w| (*w).clone()));
                 if let Some(t) = target {
-                    self.written(f, t, &format!("{name} writes"));
+                    self.written(f, &t, &format!("{name} writes"));
                 }
             }
             "touch" | "mkdir" | "truncate" | "tee" | "mktemp" | "mkfifo" => {
@@ -236,14 +300,14 @@ impl Ctx {
                 }
                 if name == "mktemp" {
                     if let Some(d) = option_value(args, &["-p", "--tmpdir"]) {
-                        self.written(f, d, "mktemp writes");
+                        self.written(f, &d, "mktemp writes");
                     }
                 }
             }
             "patch" => {
                 f.add(Medium, "patch edits files");
                 if let Some(d) = option_value(args, &["-d", "--directory", "-o", "--output"]) {
-                    self.written(f, d, "patch writes");
+                    self.written(f, &d, "patch writes");
                 }
             }
             "sed" => {
@@ -274,13 +338,16 @@ impl Ctx {
                 f.add(Unknown, format!("{name} programs can run commands"));
             }
             "sort" => {
-                if texts.iter().any(|t| t.starts_with("--compress-program")) {
-                    f.add(Unknown, "sort --compress-program runs a program");
+                if texts
+                    .iter()
+                    .any(|t| long_option(t, "--compress-program").is_some())
+                {
+                    f.add(High, "sort --compress-program runs a program");
                 }
                 match option_value(args, &["-o", "--output"]) {
                     Some(out) => {
                         f.add(Medium, "sort -o writes a file");
-                        self.written(f, out, "sort writes");
+                        self.written(f, &out, "sort writes");
                     }
                     None => f.add(Low, "sort"),
                 }
@@ -298,7 +365,7 @@ impl Ctx {
             "tree" => match option_value(args, &["-o"]) {
                 Some(out) => {
                     f.add(Medium, "tree -o writes a file");
-                    self.written(f, out, "tree writes");
+                    self.written(f, &out, "tree writes");
                 }
                 None => f.add(Low, "tree"),
             },
@@ -360,7 +427,7 @@ impl Ctx {
                 } else {
                     f.add(Medium, "unzip writes files");
                     if let Some(d) = option_value(args, &["-d"]) {
-                        self.written(f, d, "unzip writes");
+                        self.written(f, &d, "unzip writes");
                     }
                 }
             }

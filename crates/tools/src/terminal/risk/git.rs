@@ -2,7 +2,7 @@
 
 use toolbridge_agent::approval::CallRisk;
 
-use super::args::short_group;
+use super::args::{long_option, option_value, short_group};
 use super::{Ctx, Findings};
 use crate::terminal::shell::Word;
 
@@ -13,31 +13,27 @@ impl Ctx {
         while let Some(a) = args.get(i) {
             let t = a.text.as_str();
             match t {
-                "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--super-prefix" => i += 2,
-                "-c" => {
-                    let key = args
-                        .get(i + 1)
-                        .map(|w| {
-                            w.text
-                                .split('=')
-                                .next()
-                                .unwrap_or_default()
-                                .to_ascii_lowercase()
-                        })
-                        .unwrap_or_default();
-                    #[rustfmt::skip]
-                    const HARMLESS: &[&str] = &[
-                        "user.name", "user.email", "color.ui", "core.quotepath",
-                        "init.defaultbranch", "safe.directory", "commit.gpgsign",
-                        "advice.detachedhead", "pull.rebase", "core.autocrlf",
-                    ];
-                    if !HARMLESS.contains(&key.as_str()) {
-                        f.add(Unknown, format!("git -c {key} can make git run a program"));
-                    }
+                "-C" | "--namespace" | "--super-prefix" => i += 2,
+                "-c" | "--git-dir" | "--work-tree" => {
+                    f.add(Unknown, format!("git {t} changes what git reads and runs"));
                     i += 2;
                 }
-                _ if t.starts_with("--exec-path") || t.starts_with("--config-env") => {
-                    f.add(Unknown, format!("git {t} changes what git runs"));
+                "-p" | "--paginate" => {
+                    f.add(Unknown, "git -p runs a pager");
+                    i += 1;
+                }
+                _ if [
+                    "--exec-path",
+                    "--config-env",
+                    "--git-dir",
+                    "--work-tree",
+                    "--paginate",
+                ]
+                .iter()
+                .any(|o| long_option(t, o).is_some())
+                    || (t.starts_with("-c") && !t.starts_with("--")) =>
+                {
+                    f.add(Unknown, format!("git {t} changes what git reads and runs"));
                     i += 1;
                 }
                 _ if t.starts_with('-') => i += 1,
@@ -83,18 +79,20 @@ impl Ctx {
             | "whatchanged" | "show-ref" | "for-each-ref" | "count-objects" | "version"
             | "help" | "merge-base" | "name-rev" | "cherry" | "var" | "check-ignore"
             | "check-attr" | "show-branch" => {
-                if has(&["--ext-diff"]) {
+                let sub_args = &args[i + 1..];
+                if rest.iter().any(|t| long_option(t, "--ext-diff").is_some()) {
                     f.add(Unknown, "git --ext-diff runs a program");
                 }
-                match args[i + 1..]
-                    .iter()
-                    .find(|w| w.text.starts_with("--output="))
-                {
+                if rest.iter().any(|t| {
+                    long_option(t, "--open-files-in-pager").is_some()
+                        || short_group(t).is_some_and(|g| g.contains('O'))
+                }) {
+                    f.add(High, "git grep -O runs a program on the matches");
+                }
+                match option_value(sub_args, &["--output"]) {
                     Some(out) => {
                         f.add(Medium, "git --output writes a file");
-                        let path =
-                            Word::part(out.text.trim_start_matches("--output="), out.dynamic);
-                        self.written(f, &path, "git writes");
+                        self.written(f, &out, "git writes");
                     }
                     None => f.add(Low, format!("git {} (read-only)", sub.text)),
                 }
@@ -140,9 +138,20 @@ impl Ctx {
                 _ => f.add(Medium, "git worktree changes work trees"),
             },
             "config" => {
-                if has(&["--get", "--get-all", "--get-regexp", "--list", "-l"])
-                    || rest.first() == Some(&"get")
-                    || rest.first() == Some(&"list")
+                // git stops reading options at the first plain argument: `git config KEY VALUE
+                // --get` sets KEY. Only a reading action first, and no writing option, is read-only.
+                #[rustfmt::skip]
+                const READS: &[&str] = &[
+                    "get", "list", "--get", "--get-all", "--get-regexp", "--list", "-l",
+                ];
+                #[rustfmt::skip]
+                const WRITES: &[&str] = &[
+                    "--add", "--unset", "--unset-all", "--replace-all", "--rename-section",
+                    "--remove-section", "--edit", "-e", "set", "unset", "edit",
+                    "rename-section", "remove-section",
+                ];
+                if rest.first().is_some_and(|t| READS.contains(t))
+                    && !rest.iter().skip(1).any(|t| WRITES.contains(t))
                 {
                     f.add(Low, "git config reads settings");
                 } else {

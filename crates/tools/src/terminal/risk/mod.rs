@@ -38,7 +38,9 @@ mod wrappers;
 use toolbridge_agent::approval::CallRisk;
 
 use self::args::basename;
-use self::names::{code_loading_variable, EVALUATES_NAMES, JUDGE_OWN_ARGUMENTS, READ_ONLY};
+use self::names::{
+    code_loading_variable, harmless_variable, EVALUATES_NAMES, JUDGE_OWN_ARGUMENTS, READ_ONLY,
+};
 use self::paths::Place;
 use super::shell::{self, Command, RedirectOp, Script, Word};
 
@@ -112,6 +114,12 @@ fn classify_script(f: &mut Findings, src: &str, depth: usize, piped: bool) {
             "command substitution ($(…), backquotes or <(…)) runs a hidden command",
         );
     }
+    if script.late_evaluations > 0 {
+        f.add(
+            CallRisk::Unknown,
+            "an expansion evaluates a variable's value as code ($((x)), ((…)), ${x@P}, ${!x}, …)",
+        );
+    }
     if script.commands.is_empty() {
         f.add(CallRisk::Unknown, "no command");
         return;
@@ -175,14 +183,7 @@ struct Ctx {
 impl Ctx {
     fn command(&mut self, f: &mut Findings, cmd: &Command) {
         for a in &cmd.assignments {
-            if let Some(name) = a.assignment_name() {
-                if code_loading_variable(name) {
-                    f.add(
-                        CallRisk::High,
-                        format!("sets {name}, which can make programs run other code"),
-                    );
-                }
-            }
+            self.assignment(f, a, !cmd.words.is_empty());
         }
         for r in &cmd.redirects {
             match r.op {
@@ -211,6 +212,42 @@ impl Ctx {
             args_from_pipe: false,
         };
         self.run(f, &cmd.words, input, false);
+    }
+
+    /// `NAME=value` alone or (`prefix`) before a command.
+    fn assignment(&mut self, f: &mut Findings, a: &Word, prefix: bool) {
+        let Some(name) = a.assignment_name() else {
+            f.add(CallRisk::Unknown, format!("an assignment `{}`", a.text));
+            return;
+        };
+        let (target, value) = a.text.split_once('=').unwrap_or((a.text.as_str(), ""));
+        if code_loading_variable(name) && !(prefix && harmless_variable(name, value)) {
+            f.add(
+                CallRisk::High,
+                format!("sets {name}, which can make programs run other code"),
+            );
+        }
+        // `a[$i]=1`: the subscript is evaluated as arithmetic.
+        if target.contains('[')
+            && !target
+                .trim_end_matches('+')
+                .trim_start_matches(name)
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .chars()
+                .all(|c| c.is_ascii_digit())
+        {
+            f.add(
+                CallRisk::Unknown,
+                format!("the subscript of {name} is evaluated as arithmetic"),
+            );
+        }
+        if prefix && (a.dynamic || !harmless_variable(name, value)) {
+            f.add(
+                CallRisk::Unknown,
+                format!("{name} set for the command can change what it does"),
+            );
+        }
     }
 
     /// Judges one program with its arguments; `dynamic_args`: its arguments are (partly) only

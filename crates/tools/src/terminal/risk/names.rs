@@ -4,13 +4,37 @@
 pub(super) fn code_loading_variable(name: &str) -> bool {
     #[rustfmt::skip]
     const NAMES: &[&str] = &[
-        "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "BASH_ENV", "ENV", "PATH", "IFS",
-        "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "GIT_SSH", "GIT_SSH_COMMAND",
-        "GIT_EXEC_PATH", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "GIT_EDITOR", "PAGER", "EDITOR",
-        "VISUAL", "PYTHONSTARTUP", "PYTHONPATH", "PYTHONHOME", "NODE_OPTIONS", "PERL5OPT",
-        "PERL5LIB", "RUBYOPT", "RUBYLIB",
+        "BASH_ENV", "ENV", "PATH", "IFS", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS",
+        "PAGER", "MANPAGER", "EDITOR", "VISUAL", "NODE_OPTIONS", "LESSOPEN", "LESSCLOSE",
+        "GCONV_PATH", "HOME", "CDPATH", "GLOBIGNORE", "BASH_XTRACEFD", "HISTFILE", "PS0", "PS1",
+        "PS2", "PS3", "MAILPATH", "LESSKEY", "SYSTEMD_PAGER", "BROWSER", "SSH_ASKPASS",
+        "SUDO_ASKPASS",
     ];
-    NAMES.contains(&name) || name.starts_with("GIT_CONFIG") || name.starts_with("BASH_FUNC_")
+    const PREFIXES: &[&str] = &[
+        "LD_",
+        "PYTHON",
+        "PERL",
+        "RUBY",
+        "GIT_",
+        "BASH_FUNC_",
+        "NODE_",
+        "LESS",
+        "JAVA_TOOL",
+        "_JAVA_OPTIONS",
+        "DYLD_",
+    ];
+    NAMES.contains(&name) || PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// Variables that may prefix a read-only command and keep it low (locale, time zone, terminal
+/// size, colours); `PAGER=cat` and `GIT_PAGER=cat` as well. Any other prefix is asked about.
+pub(super) fn harmless_variable(name: &str, value: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "LANG", "LANGUAGE", "TZ", "COLUMNS", "LINES", "NO_COLOR", "TERM", "CLICOLOR",
+    ];
+    NAMES.contains(&name)
+        || (name.starts_with("LC_") && name[3..].chars().all(|c| c.is_ascii_uppercase()))
+        || (matches!(name, "PAGER" | "GIT_PAGER") && value == "cat")
 }
 
 #[rustfmt::skip]

@@ -2,7 +2,7 @@
 
 use toolbridge_agent::approval::CallRisk;
 
-use super::args::{option_value, short_group};
+use super::args::{long_option, option_value, short_group};
 use super::{Ctx, Findings, Input};
 use crate::terminal::shell::Word;
 
@@ -139,34 +139,84 @@ impl Ctx {
     }
 
     pub(super) fn tar(&mut self, f: &mut Findings, args: &[Word]) {
-        let texts: Vec<&str> = args.iter().map(|a| a.text.as_str()).collect();
         #[rustfmt::skip]
         const RUNS: &[&str] = &[
             "--to-command", "--checkpoint-action", "--use-compress-program", "--info-script",
             "--new-volume-script", "--rsh-command", "--rmt-command",
         ];
-        if texts
-            .iter()
-            .any(|t| RUNS.iter().any(|r| t.starts_with(r)) || *t == "-I" || *t == "-F")
-        {
+        /// Long options that are also prefixes of one in `RUNS` (exact matches win).
+        const EXACT: &[&str] = &["--checkpoint", "--to-stdout"];
+        #[rustfmt::skip]
+        const WRITES: &[&str] = &[
+            "--extract", "--get", "--create", "--append", "--update", "--catenate",
+            "--concatenate", "--diff", "--compare", "--delete",
+        ];
+        /// Short options taking a value (the rest of the group, or the next word).
+        const VALUED: &str = "bCfFgHIKLNTVX";
+        #[derive(Default)]
+        struct Mode {
+            runs: bool,
+            list: bool,
+            write: bool,
+        }
+        /// Reads a group of short options; how many following words they take as values.
+        fn letters(m: &mut Mode, group: &str, old_style: bool) -> usize {
+            let mut takes = 0;
+            for (i, c) in group.char_indices() {
+                match c {
+                    'I' | 'F' => m.runs = true,
+                    't' => m.list = true,
+                    'x' | 'c' | 'r' | 'u' | 'A' | 'd' => m.write = true,
+                    _ => {}
+                }
+                if VALUED.contains(c) {
+                    if old_style {
+                        takes += 1;
+                    } else {
+                        return usize::from(i + c.len_utf8() == group.len());
+                    }
+                }
+            }
+            takes
+        }
+        let mut m = Mode::default();
+        let mut i = 0;
+        if let Some(first) = args.first() {
+            if !first.text.starts_with('-') {
+                i = 1 + letters(&mut m, &first.text, true);
+            }
+        }
+        while let Some(a) = args.get(i) {
+            let t = a.text.as_str();
+            i += 1;
+            if t == "--" {
+                break;
+            }
+            if t.starts_with("--") {
+                let name = t.split_once('=').map_or(t, |(n, _)| n);
+                if !EXACT.contains(&name) && RUNS.iter().any(|r| long_option(t, r).is_some()) {
+                    m.runs = true;
+                }
+                if WRITES.iter().any(|w| long_option(t, w).is_some()) {
+                    m.write = true;
+                }
+                if long_option(t, "--list").is_some() {
+                    m.list = true;
+                }
+            } else if let Some(group) = short_group(t) {
+                i += letters(&mut m, group, false);
+            }
+        }
+        if m.runs {
             f.add(CallRisk::High, "a tar option runs a program");
             return;
         }
-        let bundle = texts
-            .first()
-            .filter(|t| !t.starts_with('-'))
-            .copied()
-            .unwrap_or("");
-        let listing = bundle.contains('t')
-            || texts
-                .iter()
-                .any(|t| *t == "--list" || short_group(t).is_some_and(|g| g.contains('t')));
-        if listing {
+        if m.list && !m.write {
             f.add(CallRisk::Low, "tar lists an archive");
         } else {
             f.add(CallRisk::Medium, "tar writes files");
             if let Some(d) = option_value(args, &["-C", "--directory"]) {
-                self.written(f, d, "tar writes");
+                self.written(f, &d, "tar writes");
             }
         }
     }

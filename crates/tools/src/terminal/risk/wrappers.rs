@@ -4,7 +4,7 @@
 use toolbridge_agent::approval::CallRisk;
 
 use super::args::skip_options;
-use super::names::code_loading_variable;
+use super::names::{code_loading_variable, harmless_variable};
 use super::{classify_script, Ctx, Findings, Input};
 use crate::terminal::shell::Word;
 
@@ -75,11 +75,18 @@ impl Ctx {
                 continue;
             }
             // env takes any `NAME=value` (also names bash would not accept).
-            if let Some((name, _)) = t.split_once('=') {
-                if code_loading_variable(name) {
+            if let Some((name, value)) = t.split_once('=') {
+                if harmless_variable(name, value) && !a.dynamic {
+                    // Locale, time zone, terminal size.
+                } else if code_loading_variable(name) {
                     f.add(
                         CallRisk::High,
                         format!("sets {name}, which can make programs run other code"),
+                    );
+                } else {
+                    f.add(
+                        CallRisk::Unknown,
+                        format!("{name} set for the command can change what it does"),
                     );
                 }
                 i += 1;

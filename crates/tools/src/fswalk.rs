@@ -1,0 +1,151 @@
+//! Listing files that sandboxed code may have arranged: the walk opens every folder with
+//! `O_NOFOLLOW | O_DIRECTORY` relative to its parent's descriptor and stats entries without
+//! following links, so a symbolic link planted anywhere — the root included — cannot lead it
+//! outside the tree (as `std::fs::read_dir` on a path would, since it resolves every component).
+
+use std::collections::HashMap;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+
+/// What identifies one version of a file: size, modification time (s, ns), inode.
+pub type Stamp = (u64, i64, i64, u64);
+
+/// Bounds of a walk (a cell could create a huge or deep tree).
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_entries: usize,
+    pub max_depth: usize,
+}
+
+/// The regular files under `root` (paths relative to it) with their stamps; nothing when `root`
+/// is not a real folder.
+pub fn regular_files(root: &Path, limits: Limits) -> HashMap<PathBuf, Stamp> {
+    let mut files = HashMap::new();
+    if let Ok(dir) = open_dir(rustix::fs::CWD, root) {
+        let mut seen = 0usize;
+        walk(dir, PathBuf::new(), 0, limits, &mut seen, &mut files);
+    }
+    files
+}
+
+fn open_dir<Fd: AsFd, P: rustix::path::Arg>(at: Fd, path: P) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::openat(
+        at,
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
+fn walk(
+    dir: OwnedFd,
+    prefix: PathBuf,
+    depth: usize,
+    limits: Limits,
+    seen: &mut usize,
+    files: &mut HashMap<PathBuf, Stamp>,
+) {
+    if depth > limits.max_depth {
+        return;
+    }
+    let Ok(entries) = rustix::fs::Dir::read_from(&dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if name.to_bytes() == b"." || name.to_bytes() == b".." {
+            continue;
+        }
+        *seen += 1;
+        if *seen > limits.max_entries {
+            return;
+        }
+        let Ok(stat) = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) else {
+            continue;
+        };
+        let Ok(name_str) = name.to_str() else {
+            continue;
+        };
+        let path = prefix.join(name_str);
+        match rustix::fs::FileType::from_raw_mode(stat.st_mode) {
+            rustix::fs::FileType::Directory => {
+                if let Ok(child) = open_dir(&dir, name) {
+                    walk(child, path, depth + 1, limits, seen, files);
+                }
+            }
+            rustix::fs::FileType::RegularFile => {
+                let stamp = (
+                    u64::try_from(stat.st_size).unwrap_or(0),
+                    stat.st_mtime,
+                    i64::try_from(stat.st_mtime_nsec).unwrap_or(0),
+                    stat.st_ino,
+                );
+                files.insert(path, stamp);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+
+    const L: Limits = Limits {
+        max_entries: 100,
+        max_depth: 8,
+    };
+
+    #[test]
+    fn lists_files_without_following_links_even_at_the_root() {
+        let d = tempfile::tempdir().unwrap();
+        let secret = d.path().join("secret");
+        std::fs::create_dir(&secret).unwrap();
+        std::fs::write(secret.join("id_rsa"), "key").unwrap();
+        let out = d.path().join("outputs");
+        std::fs::create_dir_all(out.join("sub")).unwrap();
+        std::fs::write(out.join("a.txt"), "a").unwrap();
+        std::fs::write(out.join("sub/b.txt"), "bb").unwrap();
+        std::os::unix::fs::symlink(&secret, out.join("link")).unwrap();
+        std::os::unix::fs::symlink(secret.join("id_rsa"), out.join("file-link")).unwrap();
+        let files = regular_files(&out, L);
+        let mut names: Vec<String> = files
+            .keys()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["a.txt", "sub/b.txt"]);
+        assert_eq!(files[Path::new("sub/b.txt")].0, 2);
+
+        // The root itself replaced by a link to a host folder: nothing is listed.
+        let planted = d.path().join("planted");
+        std::os::unix::fs::symlink(&secret, &planted).unwrap();
+        assert!(regular_files(&planted, L).is_empty());
+    }
+
+    #[test]
+    fn the_walk_is_bounded() {
+        let d = tempfile::tempdir().unwrap();
+        for i in 0..50 {
+            std::fs::write(d.path().join(format!("f{i}")), "x").unwrap();
+        }
+        let few = Limits {
+            max_entries: 10,
+            max_depth: 8,
+        };
+        assert_eq!(regular_files(d.path(), few).len(), 10);
+        let mut deep = d.path().to_path_buf();
+        for i in 0..12 {
+            deep = deep.join(format!("d{i}"));
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join("bottom.txt"), "x").unwrap();
+        assert!(!regular_files(d.path(), L)
+            .keys()
+            .any(|p| p.ends_with("bottom.txt")));
+    }
+}
