@@ -79,10 +79,13 @@ pub fn safe_stem(hint: &str) -> Option<String> {
 /// Writes a new file (never overwriting or following an existing name).
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
     use std::io::Write;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return Err(ToolError::internal(format!(
+            "{} is not a file path",
+            path.display()
+        )));
+    };
+    let mut file = crate::fswalk::create_new_in(dir, name)
         .map_err(|e| ToolError::internal(format!("creating {}: {e}", path.display())))?;
     file.write_all(bytes)
         .and_then(|()| file.sync_all())

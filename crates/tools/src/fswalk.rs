@@ -89,6 +89,28 @@ fn walk(
     }
 }
 
+/// Creates `dir/name` as a new file, refusing to follow a link at either step: `dir` is opened
+/// with `O_NOFOLLOW | O_DIRECTORY` and the file created relative to that handle with
+/// `O_CREAT | O_EXCL | O_NOFOLLOW`. Sandboxed code can rename or replace the workspace's folders
+/// at any moment; checking `dir` by path and then creating by path would let a folder swapped
+/// for a link in between put our file anywhere on the host.
+pub fn create_new_in(dir: &Path, name: &str) -> std::io::Result<std::fs::File> {
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{name:?} is not a plain file name"),
+        ));
+    }
+    let parent = open_dir(rustix::fs::CWD, dir)?;
+    let fd = rustix::fs::openat(
+        &parent,
+        name,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )?;
+    Ok(std::fs::File::from(fd))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -125,6 +147,31 @@ mod tests {
         let planted = d.path().join("planted");
         std::os::unix::fs::symlink(&secret, &planted).unwrap();
         assert!(regular_files(&planted, L).is_empty());
+    }
+
+    #[test]
+    fn create_new_in_refuses_links_and_existing_names() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("downloads");
+        std::fs::create_dir(&dir).unwrap();
+        use std::io::Write;
+        create_new_in(&dir, "a.png")
+            .unwrap()
+            .write_all(b"png")
+            .unwrap();
+        assert_eq!(std::fs::read(dir.join("a.png")).unwrap(), b"png");
+        assert!(create_new_in(&dir, "a.png").is_err());
+        assert!(create_new_in(&dir, "../escape").is_err());
+        // A link planted where the file would go, and the folder itself swapped for a link.
+        let elsewhere = d.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(elsewhere.join("x"), dir.join("b.png")).unwrap();
+        assert!(create_new_in(&dir, "b.png").is_err());
+        assert!(!elsewhere.join("x").exists());
+        std::fs::rename(&dir, d.path().join("old")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &dir).unwrap();
+        assert!(create_new_in(&dir, "c.png").is_err());
+        assert!(!elsewhere.join("c.png").exists());
     }
 
     #[test]

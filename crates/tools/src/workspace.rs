@@ -227,20 +227,17 @@ impl Workspace {
         let uploads = self.path.join("uploads");
         let target = free_name(&uploads, &name);
         let mut src = std::fs::File::open(file).map_err(io(file))?;
-        // create_new: never follow or overwrite something sandboxed code put there.
-        let mut dst = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&target)
-            .map_err(io(&target))?;
-        std::io::copy(&mut src, &mut dst).map_err(io(&target))?;
-        let shown = target
+        // Never follow or overwrite something sandboxed code put there, nor a folder it swapped
+        // for a link (created relative to an O_NOFOLLOW handle of uploads/).
+        let target_name = target
             .file_name()
             .and_then(|n| n.to_str())
             .unwrap_or(&name)
             .to_owned();
+        let mut dst = crate::fswalk::create_new_in(&uploads, &target_name).map_err(io(&target))?;
+        std::io::copy(&mut src, &mut dst).map_err(io(&target))?;
         Ok(format!(
-            "{}/uploads/{shown}",
+            "{}/uploads/{target_name}",
             crate::common::SANDBOX_WORKSPACE
         ))
     }
