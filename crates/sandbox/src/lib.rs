@@ -30,5 +30,5 @@ pub use check::{check, CheckReport};
 pub use config::{BackendChoice, Limits, SandboxConfig};
 pub use error::SandboxError;
 pub use limits::{explain, explain_stderr, LimitHit};
-pub use sandbox::{kill_group, Isolation, RunSpec, Sandbox};
+pub use sandbox::{kill_group, Isolation, ProcessGroup, RunSpec, Sandbox};
 pub use setup::{default_venv_dir, setup_venv};

@@ -269,9 +269,30 @@ fn pick_backend(
 
 /// Kills (SIGKILL) the process group the sandboxed command leads, and with it everything it
 /// started (bubblewrap's `--die-with-parent` and PID namespace take the inner processes down).
+/// Once the child has been reaped its id is gone: keep a [`ProcessGroup`] from spawn time instead.
 pub fn kill_group(child: &tokio::process::Child) {
-    if let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) {
-        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+    ProcessGroup::of(child).kill();
+}
+
+/// The process group a sandboxed command leads (`Sandbox::command` makes it a leader), recorded
+/// right after spawn. Unlike `Child::id`, it survives the leader being reaped, when processes it
+/// left in the background may still be in the group (under Landlock nothing else ends them).
+#[derive(Clone, Copy, Debug)]
+pub struct ProcessGroup(Option<rustix::process::Pid>);
+
+impl ProcessGroup {
+    pub fn of(child: &tokio::process::Child) -> ProcessGroup {
+        ProcessGroup(
+            child
+                .id()
+                .and_then(|id| i32::try_from(id).ok())
+                .and_then(rustix::process::Pid::from_raw),
+        )
+    }
+
+    /// SIGKILL to every process of the group.
+    pub fn kill(&self) {
+        if let Some(pid) = self.0 {
             // ESRCH (already gone) is the expected race; nothing to report.
             let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
         }

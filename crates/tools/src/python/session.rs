@@ -6,13 +6,13 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use rustix::process::Pid;
 use serde::Deserialize;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use toolbridge_sandbox::ProcessGroup;
 use toolbridge_sandbox::{explain, LimitHit, Limits, RunSpec, Sandbox, SandboxError};
 
 /// The driver's source, passed with `python -c` so nothing has to be written into the
@@ -112,7 +112,7 @@ pub struct Session {
     child: Child,
     /// The process group, recorded at spawn: once the child is reaped `child.id()` is gone, but
     /// processes it started in the background may still be in the group.
-    pgid: Option<Pid>,
+    pgid: ProcessGroup,
     stdin: ChildStdin,
     stdout: LineReader,
     stderr_tail: Arc<Mutex<String>>,
@@ -156,14 +156,11 @@ impl Session {
             .stderr(Stdio::piped());
         let mut child = command.spawn().map_err(SessionError::Spawn)?;
         // `sandbox.command` makes the child the leader of its own process group.
-        let pgid = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .and_then(Pid::from_raw);
+        let pgid = ProcessGroup::of(&child);
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
-            kill_process_group(pgid);
+            pgid.kill();
             return Err(SessionError::NotReady("no pipes to the interpreter".into()));
         };
         let stderr_tail = Arc::new(Mutex::new(String::new()));
@@ -279,7 +276,7 @@ impl Session {
     /// Kills the interpreter's process group: the interpreter (if still running) and everything
     /// it started in the background.
     fn kill_group(&self) {
-        kill_process_group(self.pgid);
+        self.pgid.kill();
     }
 
     async fn send(&mut self, line: &str) -> std::io::Result<()> {
@@ -335,13 +332,6 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.kill_group();
-    }
-}
-
-fn kill_process_group(pgid: Option<Pid>) {
-    if let Some(pgid) = pgid {
-        // ESRCH (already gone) is the expected race; nothing to report.
-        let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
     }
 }
 

@@ -213,7 +213,7 @@ async fn run(
     drop(cmd);
     // Kept now: once the child is reaped, `Child::id` is gone, and the group may live on.
     let mut child = GroupGuard {
-        pgid: child.id(),
+        group: toolbridge_sandbox::ProcessGroup::of(&child),
         child,
     };
 
@@ -263,22 +263,14 @@ async fn run(
 /// ends, also early (a timeout of the toolbox, a cancelled run): then the group is killed.
 struct GroupGuard {
     child: tokio::process::Child,
-    pgid: Option<u32>,
+    group: toolbridge_sandbox::ProcessGroup,
 }
 
 impl GroupGuard {
     /// SIGKILL to the whole group: what the shell left running in the background too (bubblewrap's
     /// PID namespace ends those by itself; under Landlock only this does).
     fn kill(&self) {
-        toolbridge_sandbox::kill_group(&self.child);
-        let pid = self
-            .pgid
-            .and_then(|p| i32::try_from(p).ok())
-            .and_then(rustix::process::Pid::from_raw);
-        if let Some(pid) = pid {
-            // ESRCH (the group is already gone) is the usual outcome.
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
+        self.group.kill();
     }
 }
 
