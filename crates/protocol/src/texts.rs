@@ -860,6 +860,12 @@ pub const TERMINAL_SIGNAL: &str = "[terminated by signal <SIGNAL>]";
 /// Ours: appended when the command ran into a sandbox limit; placeholder `<LIMIT>` (memory, CPU
 /// time, file size, processes, open files).
 pub const TERMINAL_LIMIT_HIT: &str = "[stopped by the sandbox's <LIMIT> limit]";
+/// Ours: the `<LIMIT>` names of [`TERMINAL_LIMIT_HIT`].
+pub const LIMIT_MEMORY: &str = "memory";
+pub const LIMIT_CPU: &str = "CPU time";
+pub const LIMIT_FILE_SIZE: &str = "file size";
+pub const LIMIT_PROCESSES: &str = "processes";
+pub const LIMIT_OPEN_FILES: &str = "open files";
 /// Ours: appended when the output was larger than what is kept; placeholder `<BYTES>`.
 pub const TERMINAL_OUTPUT_DROPPED: &str = "[<BYTES> more bytes of output were not kept]";
 

@@ -477,7 +477,7 @@ fn rendered_terminal_texts() {
         texts::TERMINAL_NO_OUTPUT.to_owned(),
         texts::terminal_exit_code(2),
         texts::terminal_signal(9),
-        texts::terminal_limit_hit("memory"),
+        texts::terminal_limit_hit(texts::LIMIT_MEMORY),
         texts::terminal_output_dropped(123_456),
     ] {
         s.push_str(&text);

@@ -298,6 +298,18 @@ impl Output {
 
 /// The output as the model gets it: the text, then notes on dropped output, the exit status and a
 /// limit the command hit.
+/// The model-facing name of a limit (the sandbox's `Display` is for operators).
+fn limit_name(hit: toolbridge_sandbox::LimitHit) -> &'static str {
+    use toolbridge_sandbox::LimitHit;
+    match hit {
+        LimitHit::Memory => texts::LIMIT_MEMORY,
+        LimitHit::Cpu => texts::LIMIT_CPU,
+        LimitHit::FileSize => texts::LIMIT_FILE_SIZE,
+        LimitHit::Processes => texts::LIMIT_PROCESSES,
+        LimitHit::OpenFiles => texts::LIMIT_OPEN_FILES,
+    }
+}
+
 fn finish(text: String, dropped: u64, status: &ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     let mut notes = Vec::new();
@@ -309,7 +321,7 @@ fn finish(text: String, dropped: u64, status: &ExitStatus) -> String {
         .find(|i| text.is_char_boundary(*i))
         .unwrap_or(text.len());
     if let Some(hit) = toolbridge_sandbox::explain(status, &text[tail_start..]) {
-        notes.push(texts::terminal_limit_hit(&hit.to_string()));
+        notes.push(texts::terminal_limit_hit(limit_name(hit)));
     }
     match (status.code(), status.signal()) {
         (Some(0), _) => {}
