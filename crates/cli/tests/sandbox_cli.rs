@@ -2,29 +2,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+
+use common::toolbridge;
+use std::path::PathBuf;
 
 fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tb-sandbox-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn toolbridge(args: &[&str], dir: &Path) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_toolbridge"))
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env("XDG_DATA_HOME", dir.join("data"))
-        .env_remove("XDG_CONFIG_HOME")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-    )
+    common::temp_dir("sandbox-cli", name)
 }
 
 #[test]
@@ -36,7 +20,7 @@ fn check_fails_when_the_configured_backend_does_not_work() {
         "[tools.sandbox]\nbackend = \"bubblewrap\"\nbwrap = \"/nonexistent/bwrap\"\n",
     )
     .unwrap();
-    let (code, out) = toolbridge(
+    let (code, out, _) = toolbridge(
         &["sandbox", "check", "--config", config.to_str().unwrap()],
         &dir,
     );
@@ -49,7 +33,7 @@ fn check_fails_when_the_configured_backend_does_not_work() {
 #[test]
 fn check_reports_the_machine() {
     let dir = temp_dir("machine");
-    let (code, out) = toolbridge(&["sandbox", "check"], &dir);
+    let (code, out, _) = toolbridge(&["sandbox", "check"], &dir);
     for label in [
         "bubblewrap",
         "landlock",
