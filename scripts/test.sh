@@ -21,6 +21,44 @@ if [ ! -f "$TEST_ENV/node/node_modules/openai/package.json" ]; then
     (cd "$TEST_ENV/node" && { [ -f package.json ] || echo '{"private": true}' > package.json; } \
         && npm install --silent --no-audit --no-fund openai >/dev/null)
 fi
+# The official Anthropic clients (the `anthropic` Python package, the `@anthropic-ai/sdk` npm
+# package) and Claude Code (`@anthropic-ai/claude-code`), which drive the gateway's /v1/messages
+# (crates/gateway/tests/anthropic_clients.rs), installed the same way.
+if ! "$TEST_ENV/venv/bin/python" -c 'import anthropic' 2>/dev/null; then
+    echo "test.sh: installing the anthropic Python package into $TEST_ENV/venv"
+    "$TEST_ENV/venv/bin/python" -m pip install --quiet --disable-pip-version-check anthropic
+fi
+for pkg in @anthropic-ai/sdk @anthropic-ai/claude-code; do
+    if [ ! -f "$TEST_ENV/node/node_modules/$pkg/package.json" ]; then
+        echo "test.sh: installing the $pkg npm package into $TEST_ENV/node"
+        mkdir -p "$TEST_ENV/node"
+        (cd "$TEST_ENV/node" && { [ -f package.json ] || echo '{"private": true}' > package.json; } \
+            && npm install --silent --no-audit --no-fund "$pkg" >/dev/null)
+    fi
+done
+export TOOLBRIDGE_CLAUDE="$TEST_ENV/node/node_modules/.bin/claude"
+# The Responses API's clients (crates/gateway/tests/clients/{responses_py.py,agents_sdk.py,
+# responses_js.mjs,codex_exec.py}): the OpenAI Agents SDK (`openai-agents`) and Codex CLI
+# (`@openai/codex`), installed the same way; the openai package must be new enough to have
+# `client.responses` and `client.conversations`, else it is upgraded.
+if ! "$TEST_ENV/venv/bin/python" -c 'import agents' 2>/dev/null; then
+    echo "test.sh: installing the openai-agents Python package into $TEST_ENV/venv"
+    "$TEST_ENV/venv/bin/python" -m pip install --quiet --disable-pip-version-check openai-agents
+fi
+if ! "$TEST_ENV/venv/bin/python" -c 'import openai; c = openai.OpenAI(api_key="x"); c.responses; c.conversations' 2>/dev/null; then
+    echo "test.sh: upgrading the openai Python package in $TEST_ENV/venv (no client.responses or client.conversations)"
+    "$TEST_ENV/venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade openai
+fi
+if [ ! -f "$TEST_ENV/node/node_modules/@openai/codex/package.json" ]; then
+    echo "test.sh: installing the @openai/codex npm package into $TEST_ENV/node"
+    mkdir -p "$TEST_ENV/node"
+    (cd "$TEST_ENV/node" && { [ -f package.json ] || echo '{"private": true}' > package.json; } \
+        && npm install --silent --no-audit --no-fund @openai/codex >/dev/null)
+fi
+# The package's bin/codex.js only finds and execs a native binary that an optional dependency
+# (@openai/codex-linux-x64, …) ships under vendor/<target>/bin/codex: the tests run that binary.
+TOOLBRIDGE_CODEX="$(ls "$TEST_ENV"/node/node_modules/@openai/codex*/vendor/*/bin/codex 2>/dev/null | head -n 1 || true)"
+export TOOLBRIDGE_CODEX
 # The MCP servers that crates/mcp's tests talk to: the official Python SDK (`mcp`, for
 # crates/mcp/tests/servers/py_server.py) and the reference "everything" server from npm.
 if ! "$TEST_ENV/venv/bin/python" -c 'import mcp' 2>/dev/null; then
@@ -33,10 +71,34 @@ if [ ! -f "$TEST_ENV/node/node_modules/@modelcontextprotocol/server-everything/p
     (cd "$TEST_ENV/node" && { [ -f package.json ] || echo '{"private": true}' > package.json; } \
         && npm install --silent --no-audit --no-fund @modelcontextprotocol/server-everything >/dev/null)
 fi
+# The web page's browser test (crates/gateway/tests/ui.rs): Debian's Chromium and its
+# chromedriver, and Selenium from PyPI into the same venv.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+    echo "test.sh: installing chromium and chromium-driver from Debian's packages"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
+fi
+if ! "$TEST_ENV/venv/bin/python" -c 'import selenium' 2>/dev/null; then
+    echo "test.sh: installing the selenium Python package into $TEST_ENV/venv"
+    "$TEST_ENV/venv/bin/python" -m pip install --quiet --disable-pip-version-check selenium
+fi
+export TOOLBRIDGE_CHROMIUM="$(command -v chromium)"
+export TOOLBRIDGE_CHROMEDRIVER="$(command -v chromedriver)"
 export TOOLBRIDGE_PYTHON="$TEST_ENV/venv/bin/python"
 export TOOLBRIDGE_NODE_MODULES="$TEST_ENV/node/node_modules"
 export TOOLBRIDGE_MCP_PYTHON="$TEST_ENV/venv/bin/python"
 export TOOLBRIDGE_MCP_EVERYTHING="$TEST_ENV/node/node_modules/@modelcontextprotocol/server-everything"
+# The lead's local test environment keeps the same variables in a file to source; keep it current.
+VARS_FILE=/tmp/toolbridge-test-env.vars
+if [ -f "$VARS_FILE" ]; then
+    for var in TOOLBRIDGE_PYTHON TOOLBRIDGE_NODE_MODULES TOOLBRIDGE_CLAUDE TOOLBRIDGE_CODEX \
+        TOOLBRIDGE_MCP_PYTHON TOOLBRIDGE_MCP_EVERYTHING TOOLBRIDGE_CHROMIUM TOOLBRIDGE_CHROMEDRIVER; do
+        grep -v "^$var=" "$VARS_FILE" > "$VARS_FILE.tmp" || true
+        printf '%s=%q\n' "$var" "${!var}" >> "$VARS_FILE.tmp"
+        mv "$VARS_FILE.tmp" "$VARS_FILE"
+    done
+fi
 
 # A throwaway PostgreSQL server on 127.0.0.1 for the memory store's tests
 # (crates/tools/tests/memory_store.rs), from Debian's packages; stopped when this script exits.
@@ -117,4 +179,22 @@ PY
 fi
 export TOOLBRIDGE_EMBEDDED_MODEL="$MODEL_GGUF"
 
+# The docs book (docs/, mdBook): mdbook installed once into the test env, then built into
+# target/book (git-ignored); a page SUMMARY.md lists that does not exist is an error there, and
+# crates/cli/tests/docs.rs checks the links, the TOML blocks and the configuration reference.
+MDBOOK="$TEST_ENV/cargo-bin/bin/mdbook"
+if [ ! -x "$MDBOOK" ]; then
+    echo "test.sh: installing mdbook 0.4.52 into $TEST_ENV/cargo-bin"
+    cargo install --quiet --locked mdbook --version 0.4.52 --root "$TEST_ENV/cargo-bin"
+fi
+"$MDBOOK" build docs
+
 cargo test --workspace --locked
+
+# The README's install command, on a throwaway root. --debug with the tests' target folder reuses
+# the test build instead of compiling the release profile from scratch.
+INSTALL_ROOT="$(mktemp -d)"
+CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}" \
+    cargo install --quiet --locked --debug --path crates/cli --root "$INSTALL_ROOT"
+"$INSTALL_ROOT/bin/toolbridge" --version
+rm -rf "$INSTALL_ROOT"

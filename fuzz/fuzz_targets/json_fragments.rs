@@ -1,6 +1,6 @@
 //! The call block's JSON handling against `serde_json`: the input is a block body. When serde_json
 //! reads it as one JSON object with unique top-level keys, the parser must give exactly one call
-//! (with the arguments text byte for byte) or exactly one malformed error, as docs/parser.md says;
+//! (with the arguments text byte for byte) or exactly one malformed error, as docs/src/parser.md says;
 //! either way the result must not depend on the chunking (one byte at a time here).
 
 #![no_main]
@@ -11,7 +11,7 @@ use std::fmt;
 use libfuzzer_sys::fuzz_target;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
-use toolbridge_protocol::parser::{ErrorKind, ParseOutput, Parser, ParserConfig};
+use toolbridge_protocol::parser::{ErrorKind, ModelResponse, Parser, ParserConfig};
 
 /// A top-level object's entries, values as raw text.
 struct Entries<'a>(Vec<(String, &'a RawValue)>);
@@ -102,12 +102,12 @@ fuzz_target!(|data: &[u8]| {
     };
     let text = format!("<tool_call>{body}</tool_call>");
 
-    let mut whole = ParseOutput::default();
+    let mut whole = ModelResponse::default();
     let mut p = Parser::new(ParserConfig::default());
     p.push(&text, &mut whole);
     p.finish(&mut whole);
 
-    let mut bytewise = ParseOutput::default();
+    let mut bytewise = ModelResponse::default();
     let mut p = Parser::new(ParserConfig::default());
     for b in text.as_bytes() {
         p.push_bytes(std::slice::from_ref(b), &mut bytewise);
@@ -137,7 +137,7 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(whole.calls.len(), 1, "expected one call");
             assert_eq!(whole.calls[0].name, name);
             assert_eq!(whole.calls[0].arguments, arguments);
-            assert_eq!(whole.visible, "", "a block that gave a call is not visible");
+            assert_eq!(whole.text, "", "a block that gave a call is not visible");
         }
         Err(()) => {
             assert!(
@@ -153,7 +153,7 @@ fuzz_target!(|data: &[u8]| {
             );
             assert_eq!(whole.errors[0].kind, ErrorKind::Malformed);
             assert_eq!(whole.errors[0].raw, body.trim_matches(is_json_ws));
-            assert_eq!(whole.visible, text, "a block without a call stays visible");
+            assert_eq!(whole.text, text, "a block without a call stays visible");
         }
     }
 });

@@ -10,7 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use libfuzzer_sys::fuzz_target;
-use toolbridge_protocol::parser::{ParseOutput, Parser, ParserConfig};
+use toolbridge_protocol::parser::{ModelResponse, Parser, ParserConfig};
 
 /// SplitMix64: split positions are a pure function of the input.
 struct Rng(u64);
@@ -69,12 +69,12 @@ fuzz_target!(|data: &[u8]| {
     let mut rng = Rng(u64::from(seed) | (u64::from(data[0]) << 32));
     let max = max_piece(data[0]);
 
-    let mut whole = ParseOutput::default();
+    let mut whole = ModelResponse::default();
     let mut p = Parser::new(config.clone());
     p.push_bytes(text, &mut whole);
     p.finish(&mut whole);
 
-    let mut split = ParseOutput::default();
+    let mut split = ModelResponse::default();
     let mut p = Parser::new(config.clone());
     let mut at = 0;
     for n in pieces(text.len(), max, &mut rng) {
@@ -85,7 +85,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(whole, split, "push_bytes: whole and split results differ");
 
     if let Ok(s) = std::str::from_utf8(text) {
-        let mut by_str = ParseOutput::default();
+        let mut by_str = ModelResponse::default();
         let mut p = Parser::new(config.clone());
         let mut at = 0;
         for n in pieces(s.len(), max, &mut rng) {

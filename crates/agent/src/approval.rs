@@ -329,6 +329,18 @@ impl Approvals {
         }
     }
 
+    /// Whether every call to `tool` is refused, whatever its arguments, risk or moment: `per_tool`
+    /// names it `deny` (the stricter of that and anything else is `deny`), or it requires approval,
+    /// is not named, and `default` is `deny`. Such a tool is not offered to the model at all. (A
+    /// tool that reports a risk follows `[agent.approvals.risk]` instead of `default`; the tools
+    /// that report one do not require approval, so `default` never hides them.)
+    pub fn denies_outright(&self, tool: &str, requires_approval: bool) -> bool {
+        match self.per_tool.get(tool) {
+            Some(policy) => *policy == ApprovalPolicy::Deny,
+            None => requires_approval && self.default == ApprovalPolicy::Deny,
+        }
+    }
+
     /// These rules with a run-time override merged in: every answer is at least as strict as
     /// both `self`'s and `other`'s (so an override can tighten, never loosen).
     ///
@@ -602,6 +614,46 @@ mod tests {
             }
         }
         assert!(checked > 10_000);
+    }
+
+    /// Whatever the call's facts, a tool `denies_outright` reports is denied by `policy_for`.
+    #[test]
+    fn denied_outright_means_denied_for_every_call() {
+        let mut a = Approvals::default();
+        a.per_tool.insert("off".into(), Deny);
+        a.per_tool.insert("on".into(), Allow);
+        assert!(a.denies_outright("off", false));
+        assert!(!a.denies_outright("on", true));
+        assert!(!a.denies_outright("other", true));
+        a.default = Deny;
+        assert!(a.denies_outright("other", true));
+        assert!(!a.denies_outright("other", false));
+        for tool in ["off", "on", "other"] {
+            for requires in [false, true] {
+                if !a.denies_outright(tool, requires) {
+                    continue;
+                }
+                for after in [false, true] {
+                    let facts = CallFacts {
+                        requires_approval: requires,
+                        guarded: true,
+                        after_tool_output: after,
+                        ..CallFacts::default()
+                    };
+                    assert_eq!(
+                        a.policy_for(tool, &facts),
+                        Deny,
+                        "{tool} {requires} {after}"
+                    );
+                }
+            }
+        }
+        let low = with_risk(CallRisk::Low);
+        let facts = CallFacts {
+            risk: Some(&low),
+            ..CallFacts::default()
+        };
+        assert_eq!(a.policy_for("off", &facts), Deny);
     }
 
     #[test]

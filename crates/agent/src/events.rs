@@ -1,11 +1,11 @@
 //! What a run reports as it goes, and how it ended.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::toolbox::CallStatus;
 
 /// How a run ended (machine-readable).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// The model answered.
@@ -36,7 +36,7 @@ impl Outcome {
 }
 
 /// Why a finalization round was started.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FinalizationReason {
     /// Rounds, tool calls or wall time ran out.
@@ -46,7 +46,7 @@ pub enum FinalizationReason {
 }
 
 /// One event of a run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum RunEvent {
     RoundStarted {
@@ -73,6 +73,11 @@ pub enum RunEvent {
         preview: String,
         /// Characters of the complete output.
         output_chars: usize,
+        /// The complete output (a front door that reports tool output, such as the Responses
+        /// API's `code_interpreter_call.outputs`, needs all of it). Process-local: not
+        /// serialized, so stored and logged events stay small.
+        #[serde(skip)]
+        output: std::sync::Arc<str>,
     },
     /// A malformed call was answered with the seed's retry message.
     Retry {

@@ -12,12 +12,15 @@
 pub mod agent;
 pub mod approval;
 pub mod canonical;
+pub mod dedupe;
 pub mod events;
+pub mod run;
 pub mod skills;
 pub mod tool;
 pub mod toolbox;
 
-pub use agent::{Agent, AgentConfig, AgentError, Run, RunState};
+pub use agent::{Agent, AgentConfig, AgentError, Run};
 pub use events::{FinalizationReason, Outcome, RunEvent};
-pub use tool::{FnTool, Tool, ToolContext, ToolError};
+pub use run::{Action, Limits, PauseWhen, RequestOptions, RunMachine, RunState, ToolJobs};
+pub use tool::{FnTool, Tool, ToolContext, ToolError, ToolFuture};
 pub use toolbox::{CallStatus, DynamicTools, Toolbox, ToolboxConfig};

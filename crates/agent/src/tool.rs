@@ -31,6 +31,10 @@ pub struct ToolContext {
     /// When the toolbox will give up on this call (set by the toolbox): a tool with a timeout
     /// message of its own (`run_in_terminal`) stops its work a little before, so its message wins.
     pub deadline: Option<std::time::Instant>,
+    /// The files the user attached to this turn's message, in the order attached: names inside
+    /// the workspace's `uploads/` (which also holds earlier turns' files and staged outputs).
+    /// `image_generate`'s `current_attachment` counts the images among them.
+    pub attachments: Vec<String>,
 }
 
 impl Default for ToolContext {
@@ -42,6 +46,7 @@ impl Default for ToolContext {
             cancel: CancellationToken::new(),
             call_id: None,
             deadline: None,
+            attachments: Vec::new(),
         }
     }
 }
@@ -58,6 +63,11 @@ pub enum ToolError {
     /// the operator log.
     #[error("internal failure: {0}")]
     Internal(String),
+    /// The tool's own failure that may not happen again ("could not be loaded right now"): shown
+    /// to the model like [`ToolError::Tool`], but the same call repeated later runs again instead
+    /// of being skipped as a duplicate.
+    #[error("{0}")]
+    Transient(String),
 }
 
 impl ToolError {
@@ -69,6 +79,16 @@ impl ToolError {
     /// A machinery failure, hidden from the model.
     pub fn internal(detail: impl Into<String>) -> Self {
         ToolError::Internal(detail.into())
+    }
+
+    /// A tool's own error that trying again may cure, shown to the model.
+    pub fn transient(message: impl Into<String>) -> Self {
+        ToolError::Transient(message.into())
+    }
+
+    /// Whether the same call may succeed when tried again (internal failures and transient errors).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, ToolError::Internal(_) | ToolError::Transient(_))
     }
 }
 
@@ -84,17 +104,17 @@ impl From<&str> for ToolError {
     }
 }
 
+/// What a tool's call comes to: its output for the model, or why it failed. Every tool's `invoke`
+/// returns one, so the type is named once here.
+pub type ToolFuture = BoxFuture<'static, Result<String, ToolError>>;
+
 /// A tool.
 pub trait Tool: Send + Sync + 'static {
     /// Name, description and JSON schema, as the model sees them.
     fn spec(&self) -> &ToolSpec;
 
     /// Runs the tool. Arguments have been validated against the schema.
-    fn invoke(
-        &self,
-        arguments: Value,
-        context: ToolContext,
-    ) -> BoxFuture<'static, Result<String, ToolError>>;
+    fn invoke(&self, arguments: Value, context: ToolContext) -> ToolFuture;
 
     /// Whether a call needs the user's approval before it runs (subject to the approval policy).
     fn requires_approval(&self) -> bool {
@@ -128,8 +148,7 @@ pub trait Tool: Send + Sync + 'static {
     }
 }
 
-type Handler =
-    dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<String, ToolError>> + Send + Sync;
+type Handler = dyn Fn(Value, ToolContext) -> ToolFuture + Send + Sync;
 
 type RiskFn = dyn Fn(&Value) -> Option<RiskAssessment> + Send + Sync;
 
@@ -214,11 +233,7 @@ impl Tool for FnTool {
         &self.spec
     }
 
-    fn invoke(
-        &self,
-        arguments: Value,
-        context: ToolContext,
-    ) -> BoxFuture<'static, Result<String, ToolError>> {
+    fn invoke(&self, arguments: Value, context: ToolContext) -> ToolFuture {
         (self.handler)(arguments, context)
     }
 

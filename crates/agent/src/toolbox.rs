@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolbridge_protocol::texts;
 use toolbridge_protocol::types::{ToolCall, ToolSpec};
@@ -18,7 +18,7 @@ use crate::approval::{ApprovalPolicy, ApprovalRequest, Approvals, Approver, Call
 use crate::tool::{Tool, ToolContext, ToolError};
 
 /// What happened to a call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CallStatus {
     Ok,
@@ -49,7 +49,7 @@ impl CallStatus {
 }
 
 /// The result of one call.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CallResult {
     pub status: CallStatus,
     /// What the model is shown (truncated, sanitized).
@@ -57,6 +57,9 @@ pub struct CallResult {
     /// The complete output, for the transcript.
     pub full: String,
     pub duration: Duration,
+    /// The call failed in a way that may not happen again (timed out, an internal failure, a
+    /// transient tool error): a repeat of it runs again instead of being skipped.
+    pub transient: bool,
 }
 
 impl CallResult {
@@ -67,6 +70,7 @@ impl CallResult {
             full: text.clone(),
             for_model: text,
             duration: Duration::ZERO,
+            transient: false,
         }
     }
 }
@@ -80,6 +84,12 @@ pub enum ToolboxError {
     EmptyName,
     #[error("the input schema of `{name}` is not a valid JSON schema: {message}")]
     BadSchema { name: String, message: String },
+    /// A name or schema providers would refuse (the check the gateway applies to `tools`).
+    #[error("tool `{name}`: {error}")]
+    Invalid {
+        name: String,
+        error: toolbridge_protocol::validate::ToolSpecError,
+    },
 }
 
 /// Defaults for every tool.
@@ -179,6 +189,56 @@ impl Toolbox {
         self.config
     }
 
+    /// This toolbox without the tools `approvals` refuses outright
+    /// ([`Approvals::denies_outright`]): they are not offered to the model at all, and a call to
+    /// one is answered like a call to an unknown tool. `None` when no tool is withheld (the
+    /// toolbox can be used as it is). Dynamic sources stay (resolve first to filter their tools).
+    pub fn without_denied(&self, approvals: &Approvals) -> Option<Toolbox> {
+        let denied =
+            |e: &Entry| approvals.denies_outright(&e.tool.spec().name, e.tool.requires_approval());
+        if !self.entries.iter().any(denied) {
+            return None;
+        }
+        let mut out = Toolbox {
+            entries: Vec::with_capacity(self.entries.len()),
+            index: HashMap::with_capacity(self.entries.len()),
+            config: self.config,
+            dynamic: self.dynamic.clone(),
+        };
+        for entry in &self.entries {
+            if denied(entry) {
+                tracing::debug!(tool = %entry.tool.spec().name, "denied by the approval policy: not offered");
+                continue;
+            }
+            out.index
+                .insert(entry.tool.spec().name.clone(), out.entries.len());
+            out.entries.push(entry.clone());
+        }
+        Some(out)
+    }
+
+    /// The tools `keep` picks, by name, as a toolbox of plain tools (dynamic sources are
+    /// resolved first). Tools are shared, not rebuilt, and schemas are not compiled again: a
+    /// server keeps one toolbox and gives each request the part it asked for.
+    pub fn filtered(&self, keep: impl Fn(&str) -> bool) -> Toolbox {
+        let resolved;
+        let source = if self.has_dynamic() {
+            resolved = self.resolve();
+            &resolved
+        } else {
+            self
+        };
+        let mut out = Toolbox::new(self.config);
+        for entry in &source.entries {
+            let name = &entry.tool.spec().name;
+            if keep(name) {
+                out.index.insert(name.clone(), out.entries.len());
+                out.entries.push(entry.clone());
+            }
+        }
+        out
+    }
+
     /// Adds a tool; its schema is compiled now, so a bad schema fails here and not mid-run.
     pub fn add(&mut self, tool: Arc<dyn Tool>) -> Result<(), ToolboxError> {
         let name = tool.spec().name.clone();
@@ -197,6 +257,12 @@ impl Toolbox {
             )?)),
             None => None,
         };
+        toolbridge_protocol::validate::validate_tool(self.entries.len(), tool.spec()).map_err(
+            |error| ToolboxError::Invalid {
+                name: name.clone(),
+                error,
+            },
+        )?;
         self.index.insert(name, self.entries.len());
         self.entries.push(Entry { tool, validator });
         Ok(())
@@ -249,25 +315,18 @@ impl Toolbox {
             call.arguments.as_str()
         };
         let args: Value = serde_json::from_str(text)
-            .map_err(|e| invalid(format!("the arguments are not valid JSON ({e})")))?;
+            .map_err(|e| invalid(texts::arguments_not_json(&e.to_string())))?;
         if !args.is_object() {
-            return Err(invalid("the arguments must be a JSON object".to_owned()));
+            return Err(invalid(texts::ARGUMENTS_NOT_OBJECT.to_owned()));
         }
         if let Some(validator) = &entry.validator {
             let problems: Vec<String> = validator
                 .iter_errors(&args)
                 .take(5)
-                .map(|e| {
-                    let at = e.instance_path().to_string();
-                    if at.is_empty() {
-                        e.to_string()
-                    } else {
-                        format!("{e} (at {at})")
-                    }
-                })
+                .map(|e| texts::schema_problem(&e.to_string(), &e.instance_path().to_string()))
                 .collect();
             if !problems.is_empty() {
-                return Err(invalid(problems.join("; ")));
+                return Err(invalid(texts::schema_problems(&problems)));
             }
         }
         Ok((Arc::clone(&entry.tool), args))
@@ -291,6 +350,53 @@ impl Toolbox {
     /// [`Toolbox::execute`], saying whether tool output had already reached the model when it
     /// asked for this call: then guarded tools are tightened (SECURITY.md §3, [`crate::approval`]).
     pub async fn execute_after(
+        &self,
+        call: &ToolCall,
+        context: &ToolContext,
+        approvals: &Approvals,
+        approver: &dyn Approver,
+        timeout: Duration,
+        after_tool_output: bool,
+    ) -> CallResult {
+        use tracing::Instrument;
+        // The `execute_tool {name}` span of the GenAI semantic conventions (exported by the
+        // CLI's `[telemetry]`); arguments and results only when content is captured.
+        let span = tracing::info_span!(
+            "execute_tool",
+            otel.name = %format_args!("execute_tool {}", call.name),
+            otel.kind = "internal",
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %call.name,
+            gen_ai.tool.call.id = %call.id,
+            gen_ai.tool.call.arguments = tracing::field::Empty,
+            gen_ai.tool.call.result = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let capture = toolbridge_providers::telemetry::capture_content() && !span.is_disabled();
+        if capture {
+            span.record("gen_ai.tool.call.arguments", call.arguments.as_str());
+        }
+        let result = self
+            .execute_in_span(
+                call,
+                context,
+                approvals,
+                approver,
+                timeout,
+                after_tool_output,
+            )
+            .instrument(span.clone())
+            .await;
+        if result.status.is_error() {
+            span.record("error.type", format!("{:?}", result.status).as_str());
+        }
+        if capture {
+            span.record("gen_ai.tool.call.result", result.for_model.as_str());
+        }
+        result
+    }
+
+    async fn execute_in_span(
         &self,
         call: &ToolCall,
         context: &ToolContext,
@@ -342,31 +448,35 @@ impl Toolbox {
             deadline: Instant::now().checked_add(timeout),
             ..context.clone()
         };
-        let mut task = tokio::spawn(tool.invoke(args, ctx));
+        let mut task = tokio::spawn(tracing::Instrument::in_current_span(tool.invoke(args, ctx)));
         let outcome = tokio::select! {
             joined = tokio::time::timeout(timeout, &mut task) => match joined {
                 Ok(Ok(Ok(output))) => Ok(output),
-                Ok(Ok(Err(ToolError::Tool(message)))) => Err((CallStatus::ToolError, message)),
+                Ok(Ok(Err(ToolError::Tool(message)))) => Err((CallStatus::ToolError, message, false)),
+                Ok(Ok(Err(ToolError::Transient(message)))) => {
+                    tracing::info!(tool = %call.name, id = %call.id, %message, "tool failed transiently");
+                    Err((CallStatus::ToolError, message, true))
+                }
                 Ok(Ok(Err(ToolError::Internal(detail)))) => {
                     tracing::error!(tool = %call.name, id = %call.id, %detail, "tool failed internally");
-                    Err((CallStatus::Failed, texts::ERROR_FAILED.to_owned()))
+                    Err((CallStatus::Failed, texts::ERROR_FAILED.to_owned(), true))
                 }
                 Ok(Err(join)) if join.is_panic() => {
                     tracing::error!(tool = %call.name, id = %call.id, panic = %panic_message(join), "tool panicked");
-                    Err((CallStatus::Failed, texts::ERROR_FAILED.to_owned()))
+                    Err((CallStatus::Failed, texts::ERROR_FAILED.to_owned(), true))
                 }
                 Ok(Err(join)) => {
                     tracing::error!(tool = %call.name, id = %call.id, error = %join, "tool task failed");
-                    Err((CallStatus::Failed, texts::ERROR_FAILED.to_owned()))
+                    Err((CallStatus::Failed, texts::ERROR_FAILED.to_owned(), true))
                 }
                 Err(_) => {
                     tracing::warn!(tool = %call.name, id = %call.id, ?timeout, "tool timed out");
-                    Err((CallStatus::TimedOut, texts::ERROR_TIMED_OUT.to_owned()))
+                    Err((CallStatus::TimedOut, texts::ERROR_TIMED_OUT.to_owned(), true))
                 }
             },
             () = context.cancel.cancelled() => {
                 tracing::info!(tool = %call.name, id = %call.id, "tool call cancelled");
-                Err((CallStatus::Cancelled, texts::ERROR_CANCELED.to_owned()))
+                Err((CallStatus::Cancelled, texts::ERROR_CANCELED.to_owned(), false))
             }
         };
         if outcome.is_err() {
@@ -382,15 +492,17 @@ impl Toolbox {
                     for_model,
                     full,
                     duration,
+                    transient: false,
                 }
             }
-            Err((status, text)) => {
+            Err((status, text, transient)) => {
                 let for_model = truncate(&text, limit);
                 CallResult {
                     status,
                     for_model,
                     full: text,
                     duration,
+                    transient,
                 }
             }
         }
@@ -513,6 +625,17 @@ mod tests {
             tb.add(Arc::new(bad)),
             Err(ToolboxError::BadSchema { .. })
         ));
+        // Issue 13 item 6: the gateway's check of names and schemas applies here too.
+        for (name, schema) in [
+            ("</tool_call>", json!({})),
+            ("ok_name", json!({"type": "string"})),
+        ] {
+            let t = FnTool::new(name, "", schema, |_, _| async { Ok(String::new()) });
+            assert!(
+                matches!(tb.add(Arc::new(t)), Err(ToolboxError::Invalid { .. })),
+                "{name}"
+            );
+        }
     }
 
     #[tokio::test]
@@ -549,39 +672,36 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn tool_errors_keep_their_text() {
+    /// How a call to a tool that fails with `error` finishes, and what the model is shown.
+    async fn failed_call(error: ToolError) -> (CallStatus, String) {
         let tb = Toolbox::new(ToolboxConfig::default())
             .with(FnTool::new(
-                "gh",
+                "failing",
                 "",
                 json!({"type": "object"}),
-                |_, _| async { Err::<String, _>(ToolError::new("repository not found")) },
+                move |_, _| {
+                    let error = error.clone();
+                    async move { Err::<String, _>(error) }
+                },
             ))
             .unwrap();
-        let r = run(&tb, &call("gh", "{}")).await;
+        let r = run(&tb, &call("failing", "{}")).await;
+        (r.status, r.for_model)
+    }
+
+    #[tokio::test]
+    async fn tool_errors_keep_their_text() {
         assert_eq!(
-            (r.status, r.for_model.as_str()),
-            (CallStatus::ToolError, "repository not found")
+            failed_call(ToolError::new("repository not found")).await,
+            (CallStatus::ToolError, "repository not found".to_owned())
         );
     }
 
     #[tokio::test]
     async fn internal_failures_are_sanitized() {
-        let tb = Toolbox::new(ToolboxConfig::default())
-            .with(FnTool::new(
-                "mcp",
-                "",
-                json!({"type": "object"}),
-                |_, _| async {
-                    Err::<String, _>(ToolError::internal("transport closed: /run/secret.sock"))
-                },
-            ))
-            .unwrap();
-        let r = run(&tb, &call("mcp", "{}")).await;
         assert_eq!(
-            (r.status, r.for_model.as_str()),
-            (CallStatus::Failed, texts::ERROR_FAILED)
+            failed_call(ToolError::internal("transport closed: /run/secret.sock")).await,
+            (CallStatus::Failed, texts::ERROR_FAILED.to_owned())
         );
     }
 

@@ -1,8 +1,11 @@
-//! The tool loop with the scripted provider, in native and prompt mode: every outcome path, the
-//! seed's exact texts, budgets, duplicates, retries, sanitized errors, truncation, skills, cache
-//! stability and untrusted output.
+//! The tool loop with the scripted provider, in native and prompt mode, for what the scenario files
+//! (`scenarios.rs`: outcome paths, budgets, duplicates, retries, tool errors) cannot express:
+//! panics and timeouts under paused time, cancellation, a tool's own output limit, parallelism,
+//! cache stability (byte-identical requests), untrusted output and skills.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -12,14 +15,16 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use toolbridge_agent::skills::{Skill, SkillSet};
 use toolbridge_agent::{
-    Agent, AgentConfig, CallStatus, FinalizationReason, FnTool, Outcome, RunEvent, RunState,
-    ToolContext, ToolError, Toolbox, ToolboxConfig,
+    Agent, AgentConfig, CallStatus, FnTool, Outcome, RunEvent, RunState, ToolContext, Toolbox,
+    ToolboxConfig,
 };
 use toolbridge_protocol::mode::ToolMode;
 use toolbridge_protocol::texts;
 use toolbridge_protocol::types::{ChatRequest, Message};
 use toolbridge_providers::scripted::{ScriptedReply, ScriptedUpstream};
 use toolbridge_providers::{Arm, Model};
+
+use common::{echo_tool, flaky_skill, run_to_end, statuses, tool_messages};
 
 const MODES: [ToolMode; 2] = [ToolMode::Native, ToolMode::Prompt];
 
@@ -45,20 +50,6 @@ fn calls(mode: ToolMode, list: &[(&str, Value)]) -> ScriptedReply {
             ScriptedReply::text(format!("<tool_call>[{}]</tool_call>", items.join(", ")))
         }
     }
-}
-
-fn echo_tool() -> FnTool {
-    FnTool::new(
-        "echo",
-        "Echo the text.",
-        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
-        |args, _| async move {
-            Ok(format!(
-                "echo: {}",
-                args["text"].as_str().unwrap_or_default()
-            ))
-        },
-    )
 }
 
 fn toolbox(extra: Vec<FnTool>) -> Toolbox {
@@ -89,333 +80,8 @@ fn setup(
     Setup { agent, upstream }
 }
 
-fn simple(mode: ToolMode, replies: Vec<ScriptedReply>) -> Setup {
-    setup(
-        mode,
-        replies,
-        toolbox(vec![]),
-        SkillSet::default(),
-        AgentConfig::default(),
-    )
-}
-
 async fn run(s: &Setup, prompt: &str) -> (RunState, Vec<RunEvent>) {
-    let mut run = s
-        .agent
-        .run(vec![Message::user(prompt)], ToolContext::default());
-    let mut events = Vec::new();
-    while let Some(e) = run.next().await {
-        events.push(e);
-    }
-    (run.state(), events)
-}
-
-fn tool_messages(state: &RunState) -> Vec<(String, String, bool)> {
-    state
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::Tool {
-                tool_call_id,
-                content,
-                is_error,
-                ..
-            } => Some((tool_call_id.clone(), content.text().into_owned(), *is_error)),
-            _ => None,
-        })
-        .collect()
-}
-
-fn last_user_text(req: &ChatRequest) -> String {
-    req.messages
-        .iter()
-        .rev()
-        .find_map(|m| match m {
-            Message::User { content, .. } => Some(content.text().into_owned()),
-            _ => None,
-        })
-        .unwrap()
-}
-
-fn statuses(events: &[RunEvent]) -> Vec<CallStatus> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            RunEvent::CallFinished { status, .. } => Some(*status),
-            _ => None,
-        })
-        .collect()
-}
-
-#[tokio::test]
-async fn a_direct_answer() {
-    for mode in MODES {
-        let s = simple(mode, vec![ScriptedReply::text("Paris is in France.")]);
-        let (state, events) = run(&s, "Where is Paris?").await;
-        assert_eq!(state.outcome, Some(Outcome::Answered), "{mode}");
-        assert_eq!(state.answer, "Paris is in France.");
-        assert!(matches!(
-            events.last(),
-            Some(RunEvent::Outcome {
-                outcome: Outcome::Answered,
-                ..
-            })
-        ));
-        assert_eq!(s.upstream.requests().len(), 1);
-    }
-}
-
-#[tokio::test]
-async fn a_call_then_an_answer() {
-    for mode in MODES {
-        let s = simple(
-            mode,
-            vec![
-                call(mode, "echo", json!({"text": "hi"})),
-                ScriptedReply::text("It said hi."),
-            ],
-        );
-        let (state, events) = run(&s, "Echo hi").await;
-        assert_eq!(state.outcome, Some(Outcome::Answered), "{mode}");
-        assert_eq!(state.answer, "It said hi.");
-        let results = tool_messages(&state);
-        assert_eq!(results.len(), 1);
-        assert_eq!(results[0].1, "echo: hi");
-        assert_eq!(statuses(&events), vec![CallStatus::Ok]);
-        let second = &s.upstream.requests()[1];
-        let dump = serde_json::to_string(&second.messages).unwrap();
-        match mode {
-            ToolMode::Native => assert!(dump.contains("\"role\":\"tool\"")),
-            _ => assert!(dump.contains(
-                "<tool_result name=\\\"echo\\\">\\necho: hi\\n</tool_result>\\nContinue from here."
-            )),
-        }
-    }
-}
-
-#[tokio::test]
-async fn duplicates_are_skipped_with_the_seed_text_then_finalized() {
-    for mode in MODES {
-        let s = simple(
-            mode,
-            vec![
-                call(mode, "echo", json!({"text": "a"})),
-                call(mode, "echo", json!({"text": "a"})),
-                ScriptedReply::text("Final: a."),
-            ],
-        );
-        let (state, events) = run(&s, "go").await;
-        assert_eq!(state.outcome, Some(Outcome::Answered), "{mode}");
-        assert_eq!(
-            statuses(&events),
-            vec![CallStatus::Ok, CallStatus::Duplicate]
-        );
-        let results = tool_messages(&state);
-        assert_eq!(results[1].1, texts::TOOL_OUTPUT_DUPLICATE_SKIPPED);
-        assert!(events.contains(&RunEvent::Finalization {
-            reason: FinalizationReason::NoProgress
-        }));
-        let reqs = s.upstream.requests();
-        let fin = reqs.last().unwrap();
-        assert!(fin.tools.is_empty(), "finalization carries no tools");
-        assert_eq!(last_user_text(fin), texts::FINALIZE_NO_PROGRESS);
-        assert!(
-            !serde_json::to_string(&fin.messages)
-                .unwrap()
-                .contains("## Available tools"),
-            "no preamble in prompt mode"
-        );
-    }
-}
-
-#[tokio::test]
-async fn finalization_that_still_calls_or_says_nothing_ends_the_run() {
-    for mode in MODES {
-        let s = simple(
-            mode,
-            vec![
-                call(mode, "echo", json!({"text": "a"})),
-                call(mode, "echo", json!({"text": "a"})),
-                call(mode, "echo", json!({"text": "b"})),
-            ],
-        );
-        let (state, _) = run(&s, "go").await;
-        assert_eq!(state.outcome, Some(Outcome::ToolNoProgress), "{mode}");
-
-        let s = simple(
-            mode,
-            vec![
-                call(mode, "echo", json!({"text": "a"})),
-                call(mode, "echo", json!({"text": "a"})),
-                ScriptedReply::text("  "),
-            ],
-        );
-        let (state, _) = run(&s, "go").await;
-        assert_eq!(
-            state.outcome,
-            Some(Outcome::ToolNoProgress),
-            "{mode}: nothing said"
-        );
-    }
-}
-
-#[tokio::test]
-async fn the_round_budget_leads_to_a_budget_finalization() {
-    for mode in MODES {
-        let config = AgentConfig {
-            max_rounds: 2,
-            ..AgentConfig::default()
-        };
-        let replies = vec![
-            call(mode, "echo", json!({"text": "1"})),
-            call(mode, "echo", json!({"text": "2"})),
-            ScriptedReply::text("Done with what I have."),
-        ];
-        let s = setup(
-            mode,
-            replies,
-            toolbox(vec![]),
-            SkillSet::default(),
-            config.clone(),
-        );
-        let (state, events) = run(&s, "go").await;
-        assert_eq!(state.outcome, Some(Outcome::Answered), "{mode}");
-        assert!(events.contains(&RunEvent::Finalization {
-            reason: FinalizationReason::Budget
-        }));
-        let fin = s.upstream.requests().pop().unwrap();
-        assert!(fin.tools.is_empty());
-        assert_eq!(last_user_text(&fin), texts::FINALIZE_BUDGET);
-
-        let replies = vec![
-            call(mode, "echo", json!({"text": "1"})),
-            call(mode, "echo", json!({"text": "2"})),
-            call(mode, "echo", json!({"text": "3"})),
-        ];
-        let s = setup(mode, replies, toolbox(vec![]), SkillSet::default(), config);
-        let (state, _) = run(&s, "go").await;
-        assert_eq!(state.outcome, Some(Outcome::ToolBudgetExceeded), "{mode}");
-    }
-}
-
-#[tokio::test]
-async fn calls_after_the_call_budget_get_the_budget_text() {
-    let config = AgentConfig {
-        max_tool_calls: 1,
-        ..AgentConfig::default()
-    };
-    let replies = vec![
-        calls(
-            ToolMode::Native,
-            &[
-                ("echo", json!({"text": "1"})),
-                ("echo", json!({"text": "2"})),
-                ("echo", json!({"text": "3"})),
-            ],
-        ),
-        ScriptedReply::text("ok"),
-    ];
-    let s = setup(
-        ToolMode::Native,
-        replies,
-        toolbox(vec![]),
-        SkillSet::default(),
-        config,
-    );
-    let (state, events) = run(&s, "go").await;
-    assert_eq!(
-        statuses(&events),
-        vec![
-            CallStatus::Ok,
-            CallStatus::BudgetExhausted,
-            CallStatus::BudgetExhausted
-        ]
-    );
-    let results = tool_messages(&state);
-    assert_eq!(results.len(), 3, "every call gets exactly one result");
-    assert_eq!(results[1].1, texts::TOOL_OUTPUT_BUDGET_EXHAUSTED);
-    assert_eq!(results[2].1, texts::TOOL_OUTPUT_BUDGET_EXHAUSTED);
-    assert_eq!(state.outcome, Some(Outcome::Answered));
-    assert_eq!(
-        last_user_text(&s.upstream.requests().pop().unwrap()),
-        texts::FINALIZE_BUDGET
-    );
-}
-
-#[tokio::test]
-async fn malformed_calls_are_retried_twice_with_the_exact_text_then_given_up() {
-    let broken = "Checking now.\n<tool_call>{\"name\": \"echo\", \"arguments\": {\"text\": \"a\",}}</tool_call>";
-    let s = simple(
-        ToolMode::Prompt,
-        vec![
-            ScriptedReply::text(broken),
-            ScriptedReply::text(broken),
-            ScriptedReply::text(broken),
-        ],
-    );
-    let (state, events) = run(&s, "go").await;
-    assert_eq!(state.outcome, Some(Outcome::MalformedGaveUp));
-    assert_eq!(state.answer, "Checking now.");
-    let retries: Vec<&RunEvent> = events
-        .iter()
-        .filter(|e| matches!(e, RunEvent::Retry { .. }))
-        .collect();
-    assert_eq!(retries.len(), 2);
-    let reqs = s.upstream.requests();
-    assert_eq!(reqs.len(), 3);
-    let RunEvent::Retry { reason, .. } = retries[0] else {
-        unreachable!()
-    };
-    let expected = texts::retry_message(reason, texts::CallTag::ToolCall);
-    assert_eq!(last_user_text(&reqs[1]), expected);
-    assert!(expected
-        .starts_with("<tool_error>\nYour <tool_call> JSON failed to parse: expected a string key"));
-
-    // One bad call, then a good one: the run goes on.
-    let s = simple(
-        ToolMode::Prompt,
-        vec![
-            ScriptedReply::text(broken),
-            call(ToolMode::Prompt, "echo", json!({"text": "a"})),
-            ScriptedReply::text("done"),
-        ],
-    );
-    let (state, _) = run(&s, "go").await;
-    assert_eq!(state.outcome, Some(Outcome::Answered));
-    assert_eq!(tool_messages(&state)[0].1, "echo: a");
-}
-
-#[tokio::test]
-async fn unknown_tools_and_invalid_arguments_are_answered_and_the_run_goes_on() {
-    for mode in MODES {
-        let s = simple(
-            mode,
-            vec![
-                call(mode, "echoo", json!({"text": "a"})),
-                call(mode, "echo", json!({"txt": "a"})),
-                ScriptedReply::text("sorry"),
-            ],
-        );
-        let (state, events) = run(&s, "go").await;
-        assert_eq!(state.outcome, Some(Outcome::Answered), "{mode}");
-        let results = tool_messages(&state);
-        if mode == ToolMode::Native {
-            assert_eq!(
-                statuses(&events),
-                vec![CallStatus::UnknownTool, CallStatus::InvalidArguments]
-            );
-            assert_eq!(results[0].1, texts::unknown_tool("echoo", &["echo"]));
-        } else {
-            // In prompt mode the parser already refuses undeclared names: the retry message answers.
-            assert_eq!(statuses(&events), vec![CallStatus::InvalidArguments]);
-            assert!(events.iter().any(|e| matches!(e, RunEvent::Retry { reason, .. } if reason.contains("unknown tool \"echoo\"; available tools: echo"))));
-        }
-        let invalid = results
-            .iter()
-            .find(|r| r.1.starts_with("The arguments for echo are invalid"))
-            .unwrap();
-        assert!(invalid.2, "sent as an error");
-    }
+    run_to_end(&s.agent, prompt).await
 }
 
 fn slow_tool() -> FnTool {
@@ -587,35 +253,6 @@ async fn native_calls_run_in_parallel_under_the_limit_and_results_keep_their_ord
 }
 
 #[tokio::test]
-async fn prompt_mode_runs_one_call_per_round() {
-    let s = simple(
-        ToolMode::Prompt,
-        vec![
-            calls(
-                ToolMode::Prompt,
-                &[
-                    ("echo", json!({"text": "1"})),
-                    ("echo", json!({"text": "2"})),
-                ],
-            ),
-            ScriptedReply::text("ok"),
-        ],
-    );
-    let (state, events) = run(&s, "go").await;
-    assert_eq!(statuses(&events), vec![CallStatus::Ok]);
-    assert_eq!(tool_messages(&state).len(), 1);
-    let assistant_calls = state.messages.iter().find_map(|m| match m {
-        Message::Assistant { tool_calls, .. } if !tool_calls.is_empty() => Some(tool_calls.len()),
-        _ => None,
-    });
-    assert_eq!(
-        assistant_calls,
-        Some(1),
-        "the dropped call is not in the history either"
-    );
-}
-
-#[tokio::test]
 async fn requests_are_byte_identical_across_rounds() {
     for mode in MODES {
         let skills = SkillSet::new(vec![Skill::text(
@@ -697,18 +334,7 @@ async fn tool_output_imitating_the_wrapper_cannot_close_it() {
 
 #[tokio::test]
 async fn skills_load_once_and_a_failed_load_can_be_retried() {
-    let attempts = Arc::new(AtomicUsize::new(0));
-    let a = Arc::clone(&attempts);
-    let flaky = Skill::loader("flaky", "Loads on the second try.", move || {
-        let a = Arc::clone(&a);
-        async move {
-            if a.fetch_add(1, Ordering::SeqCst) == 0 {
-                Err("database down".to_owned())
-            } else {
-                Ok("FLAKY BODY".to_owned())
-            }
-        }
-    });
+    let (flaky, attempts) = flaky_skill();
     let skills = SkillSet::with_builtin(vec![flaky], true);
     for mode in MODES {
         attempts.store(0, Ordering::SeqCst);
@@ -803,38 +429,5 @@ async fn without_the_skill_tool_the_bodies_go_inline() {
             .unwrap()
             .trim_matches('"')
             .to_string()
-    ));
-}
-
-#[tokio::test]
-async fn provider_errors_end_the_run_with_outcome_error() {
-    let s = simple(ToolMode::Native, vec![]);
-    let (state, events) = run(&s, "go").await;
-    assert_eq!(state.outcome, Some(Outcome::Error));
-    assert!(
-        matches!(events.last(), Some(RunEvent::Outcome { error: Some(e), .. }) if e.contains("no reply left"))
-    );
-}
-
-#[tokio::test]
-async fn a_tool_error_goes_back_as_tool_error_and_the_run_continues() {
-    let gh = FnTool::new("gh", "GitHub.", json!({"type": "object"}), |_, _| async {
-        Err::<String, _>(ToolError::new("repository not found"))
-    });
-    let s = setup(
-        ToolMode::Prompt,
-        vec![
-            call(ToolMode::Prompt, "gh", json!({})),
-            ScriptedReply::text("It does not exist."),
-        ],
-        toolbox(vec![gh]),
-        SkillSet::default(),
-        AgentConfig::default(),
-    );
-    let (state, _) = run(&s, "go").await;
-    assert_eq!(state.outcome, Some(Outcome::Answered));
-    let second = serde_json::to_string(&s.upstream.requests()[1].messages).unwrap();
-    assert!(second.contains(
-        "<tool_error name=\\\"gh\\\">\\nrepository not found\\n</tool_error>\\nContinue from here."
     ));
 }

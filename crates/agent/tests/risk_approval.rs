@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -22,6 +24,8 @@ use toolbridge_protocol::texts;
 use toolbridge_protocol::types::{Message, ToolCall};
 use toolbridge_providers::scripted::{ScriptedReply, ScriptedUpstream};
 use toolbridge_providers::{Arm, Model};
+
+use common::tool_messages;
 
 /// Answers with a fixed yes or no and records what it was asked.
 #[derive(Default)]
@@ -221,17 +225,9 @@ async fn run_loop(
         )
         .finish()
         .await;
-    state
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            Message::Tool {
-                tool_call_id,
-                content,
-                ..
-            } => Some((tool_call_id.clone(), content.text().into_owned())),
-            _ => None,
-        })
+    tool_messages(&state)
+        .into_iter()
+        .map(|(id, content, _)| (id, content))
         .collect()
 }
 

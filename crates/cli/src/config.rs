@@ -5,34 +5,80 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use toolbridge_providers::config::ModelConfig;
-
-use crate::agent::setup::AgentSection;
+use toolbridge_runtime::{AgentSection, Origin};
 
 /// The whole file. Unknown sections and keys are errors, so a typo does not silently do nothing.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
-    /// `[server]`, read by `toolbridge serve` (every key has a default; see the README).
+    /// `[server]`, read by `toolbridge serve` (every key has a default; see docs/src/gateway.md).
     #[serde(default)]
     pub server: toolbridge_gateway::ServerConfig,
-    #[serde(default)]
+    /// Each entry's keys are checked with the providers of this build while parsing (see
+    /// [`checked_models`]).
+    #[serde(default, deserialize_with = "checked_models")]
     pub models: Vec<ModelConfig>,
     #[serde(default)]
     pub agent: AgentSection,
     /// `[tools]`: the built-in tools (toolbridge-tools) and their back-ends.
     #[serde(default)]
     pub tools: toolbridge_tools::ToolsConfig,
-    /// `[[mcp_servers]]`: MCP servers whose tools join the agent's (see the README).
+    /// `[[mcp_servers]]`: MCP servers whose tools join the agent's (see docs/src/mcp.md).
     #[serde(default)]
     pub mcp_servers: Vec<toolbridge_mcp::McpServerConfig>,
+    /// `[telemetry]`: OpenTelemetry export for `serve`, `run` and `chat` (see crate::telemetry).
+    #[serde(default)]
+    pub telemetry: crate::telemetry::TelemetryConfig,
+}
+
+/// A `[[models]]` entry whose keys the providers of this build read: the keys of an arm beyond
+/// the shared ones belong to its provider, so they are checked here, where the parser can say
+/// where the entry is — a typo in any entry is an error whichever model a command uses.
+struct CheckedModel(ModelConfig);
+
+impl<'de> Deserialize<'de> for CheckedModel {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let model = ModelConfig::deserialize(d)?;
+        crate::providers::registry()
+            .check_model(&model)
+            .map_err(serde::de::Error::custom)?;
+        Ok(CheckedModel(model))
+    }
+}
+
+fn checked_models<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ModelConfig>, D::Error> {
+    let models = Vec::<CheckedModel>::deserialize(d)?;
+    Ok(models.into_iter().map(|m| m.0).collect())
 }
 
 /// Where the configuration came from (for messages).
 pub struct Loaded {
     pub config: FileConfig,
     pub path: Option<PathBuf>,
+    /// The files looked for, in order (absolute where the working folder is known).
+    pub searched: Vec<PathBuf>,
+}
+
+impl Loaded {
+    pub fn origin(&self) -> Origin {
+        match &self.path {
+            Some(path) => Origin::File(absolute(path)),
+            None => Origin::NotFound(self.searched.clone()),
+        }
+    }
+
+    /// The sections the composition root reads (`[server]` stays here, for `serve`).
+    pub fn runtime_config(&self) -> toolbridge_runtime::Config {
+        toolbridge_runtime::Config {
+            models: self.config.models.clone(),
+            agent: self.config.agent.clone(),
+            tools: self.config.tools.clone(),
+            mcp_servers: self.config.mcp_servers.clone(),
+            origin: self.origin(),
+        }
+    }
 }
 
 /// The user configuration folder's file.
@@ -44,19 +90,33 @@ fn user_file() -> Option<PathBuf> {
     Some(base.join("toolbridge").join("toolbridge.toml"))
 }
 
+/// `path`, joined to the working folder when relative (for messages).
+fn absolute(path: &Path) -> PathBuf {
+    match std::env::current_dir() {
+        Ok(dir) if path.is_relative() => dir.join(path),
+        _ => path.to_path_buf(),
+    }
+}
+
 /// Loads the configuration; no file at all is an empty configuration.
 pub fn load(explicit: Option<&Path>) -> anyhow::Result<Loaded> {
-    let path = match explicit {
-        Some(p) => Some(p.to_path_buf()),
+    let candidates: Vec<PathBuf> = match explicit {
+        Some(p) => vec![p.to_path_buf()],
         None => [Some(PathBuf::from("toolbridge.toml")), user_file()]
             .into_iter()
             .flatten()
-            .find(|p| p.is_file()),
+            .collect(),
+    };
+    let searched = candidates.iter().map(|p| absolute(p)).collect();
+    let path = match explicit {
+        Some(p) => Some(p.to_path_buf()),
+        None => candidates.into_iter().find(|p| p.is_file()),
     };
     let Some(path) = path else {
         return Ok(Loaded {
             config: FileConfig::default(),
             path: None,
+            searched,
         });
     };
     let text =
@@ -66,6 +126,7 @@ pub fn load(explicit: Option<&Path>) -> anyhow::Result<Loaded> {
     Ok(Loaded {
         config,
         path: Some(path),
+        searched,
     })
 }
 
@@ -98,6 +159,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("unknown field `max_round`"), "{e}");
+        // A [[models]] key no provider of this build reads is a parse error, listing the keys
+        // that are read.
+        let e = toml::from_str::<FileConfig>(
+            "[[models]]\nname = \"ok\"\nmodel = \"scripted:x.json\"\n\n[[models]]\nname = \"x\"\nupstream_modle = \"m\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("TOML parse error") && e.contains("model `x`: unknown field `upstream_modle`, expected one of `model`, `provider`"),
+            "{e}"
+        );
+        assert_eq!(
+            e.contains("`threads`"),
+            cfg!(feature = "embedded"),
+            "the embedded provider's keys are read only when it is built in: {e}"
+        );
         let e = toml::from_str::<FileConfig>("[agnet]\n")
             .unwrap_err()
             .to_string();

@@ -3,16 +3,24 @@
 mod agent;
 mod commands;
 mod config;
+mod logging;
+mod providers;
+mod telemetry;
+mod term;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// Tool calling for every language model: run agents with tools on any model, serve an
 /// OpenAI-compatible gateway, parse prompt-mode tool calls and render tool prompts.
 #[derive(Parser)]
 #[command(name = "toolbridge", version, propagate_version = true)]
 struct Cli {
+    /// Colour and Markdown rendering: auto (on a terminal, unless NO_COLOR is set), always,
+    /// never.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = term::color::ColorChoice::Auto)]
+    color: term::color::ColorChoice,
     #[command(subcommand)]
     command: Command,
 }
@@ -31,13 +39,18 @@ enum Command {
     Memory(commands::memory::Args),
     Sandbox(commands::sandbox::Args),
     Workspaces(commands::workspaces::Args),
+    Config(commands::config_check::Args),
+    Init(commands::init::Args),
+    Models(commands::models::Args),
+    Completions(commands::completions::CompletionsArgs),
+    Man(commands::completions::ManArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(args) => commands::run::run(args),
-        Command::Chat(args) => commands::chat::run(args),
+        Command::Run(args) => commands::run::run(args, cli.color),
+        Command::Chat(args) => commands::chat::run(args, cli.color),
         Command::Tools(args) => commands::tools::tools(args),
         Command::Skills(args) => commands::tools::skills(args),
         Command::Parse(args) => commands::parse::run(args),
@@ -48,12 +61,71 @@ fn main() -> ExitCode {
         Command::Memory(args) => commands::memory::run(args),
         Command::Sandbox(args) => commands::sandbox::run(args),
         Command::Workspaces(args) => commands::workspaces::run(args),
+        Command::Config(args) => commands::config_check::run(args),
+        Command::Init(args) => commands::init::run(args),
+        Command::Models(args) => commands::models::run(args),
+        Command::Completions(args) => commands::completions::completions(args, Cli::command()),
+        Command::Man(args) => commands::completions::man(args, Cli::command()),
     };
+    // The spans still queued for `[telemetry]` go out before the process ends.
+    telemetry::shutdown();
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("toolbridge: {err:#}");
+            eprintln!("toolbridge: {}", error_chain(&err));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The error and its causes on one line, `outer: inner: …`. A cause whose text the cause
+/// before it already shows is left out: many errors print their source inside their own message
+/// and return it as their source too, which would show it twice.
+fn error_chain(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    let mut previous = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || previous.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+        previous = text;
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_chain;
+
+    #[derive(Debug)]
+    struct Wraps(std::io::Error);
+
+    impl std::fmt::Display for Wraps {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "cannot bind 127.0.0.1:1: {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Wraps {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_cause_already_shown_is_not_repeated() {
+        let io = std::io::Error::new(std::io::ErrorKind::AddrInUse, "Address already in use");
+        let err = anyhow::Error::new(Wraps(io)).context("serving");
+        assert_eq!(
+            error_chain(&err),
+            "serving: cannot bind 127.0.0.1:1: Address already in use"
+        );
+        let plain = anyhow::anyhow!("inner").context("middle").context("outer");
+        assert_eq!(error_chain(&plain), "outer: middle: inner");
     }
 }

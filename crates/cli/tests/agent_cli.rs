@@ -2,13 +2,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use common::{exit_and_text, output_with_stdin, repo, run_with_demo_skills, script};
 
+/// `toolbridge ARGS` in `dir` with HOME there; unlike `common::toolbridge` it leaves XDG_DATA_HOME
+/// as it is, since some of these tests run in the repository itself.
 fn toolbridge(args: &[&str], dir: &Path) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_toolbridge"))
         .args(args)
@@ -17,24 +19,11 @@ fn toolbridge(args: &[&str], dir: &Path) -> (i32, String, String) {
         .env_remove("XDG_CONFIG_HOME")
         .output()
         .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    exit_and_text(out)
 }
 
 fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("tb-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn script(dir: &Path, replies: serde_json::Value) -> String {
-    let path = dir.join("script.json");
-    std::fs::write(&path, serde_json::json!({"replies": replies}).to_string()).unwrap();
-    format!("scripted:{}", path.display())
+    common::temp_dir("cli", name)
 }
 
 #[test]
@@ -66,20 +55,10 @@ fn json_events_and_transcript() {
             "fine"
         ]),
     );
-    let skills = repo().join("examples/demo/skills");
     let transcript = d.join("t.json");
-    let (code, out, _) = toolbridge(
-        &[
-            "run",
-            "--model",
-            &model,
-            "--skills",
-            skills.to_str().unwrap(),
-            "--json",
-            "--transcript",
-            transcript.to_str().unwrap(),
-            "go",
-        ],
+    let (code, out, _) = run_with_demo_skills(
+        &model,
+        &["--json", "--transcript", transcript.to_str().unwrap()],
         &d,
     );
     assert_eq!(code, 0);
@@ -104,18 +83,7 @@ fn exit_codes_follow_the_outcome() {
     let d = temp_dir("codes");
     let broken = "<tool_call>{\"name\": \"use_skill\", \"arguments\": {\"name\": \"trip-planner\",}}</tool_call>";
     let model = script(&d, serde_json::json!([broken, broken, broken]));
-    let skills = repo().join("examples/demo/skills");
-    let (code, _, err) = toolbridge(
-        &[
-            "run",
-            "--model",
-            &model,
-            "--skills",
-            skills.to_str().unwrap(),
-            "go",
-        ],
-        &d,
-    );
+    let (code, _, err) = run_with_demo_skills(&model, &[], &d);
     assert_eq!(code, 5, "malformed_gave_up: {err}");
     assert!(err.contains("malformed_gave_up"));
 
@@ -175,7 +143,6 @@ fn tools_and_skills_list_what_a_run_offers() {
 
 #[test]
 fn chat_keeps_the_conversation_and_answers_commands() {
-    use std::io::Write;
     let d = temp_dir("chat");
     let record = d.join("requests.jsonl");
     std::fs::write(
@@ -185,22 +152,13 @@ fn chat_keeps_the_conversation_and_answers_commands() {
     )
     .unwrap();
     let model = format!("scripted:{}", d.join("script.json").display());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolbridge"))
-        .args(["chat", "--model", &model])
-        .current_dir(&d)
-        .env("HOME", &d)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"hi\n/tools\n/bogus\nagain\n/reset\n/quit\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = output_with_stdin(
+        Command::new(env!("CARGO_BIN_EXE_toolbridge"))
+            .args(["chat", "--model", &model])
+            .current_dir(&d)
+            .env("HOME", &d),
+        b"hi\n/tools\n/bogus\nagain\n/reset\n/quit\n",
+    );
     assert!(out.status.success());
     let stdout = String::from_utf8(out.stdout).unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();

@@ -2,29 +2,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+mod common;
+
+use std::process::Command;
+
+use common::{exit_and_text, output_with_stdin};
 
 fn toolbridge(args: &[&str], stdin: &str) -> (i32, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolbridge"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolbridge"));
+    cmd.args(args);
+    exit_and_text(output_with_stdin(&mut cmd, stdin.as_bytes()))
 }
 
 fn examples() -> std::path::PathBuf {
@@ -81,6 +68,57 @@ fn parse_events_show_deltas_in_order() {
     assert_eq!(v["events"][0]["text"], "Hi ");
     assert_eq!(v["events"][1]["id"], "call_0");
     assert_eq!(v["events"][2]["fragment"], "{\"x\": 1}");
+}
+
+#[test]
+fn parse_dialect_flag_and_per_line_dialect() {
+    let mistral = r#"{"text": "Sure.[TOOL_CALLS]add{\"a\": 1}"}"#;
+    let (code, out, _) = toolbridge(&["parse", "--dialect", "mistral"], mistral);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["calls"][0]["name"], "add");
+    assert_eq!(v["calls"][0]["arguments"], serde_json::json!({"a": 1}));
+    assert_eq!(v["visible"], "Sure.");
+    // The line's own dialect wins over the flag; hermes reads the same text as plain text.
+    let line = r#"{"text": "[get_weather(city='Paris')]", "dialect": "pythonic"}"#;
+    let (_, out, _) = toolbridge(&["parse", "--dialect", "mistral"], line);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        v["calls"][0]["arguments"],
+        serde_json::json!({"city": "Paris"})
+    );
+    let (_, out, _) = toolbridge(&["parse"], mistral);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["calls"].as_array().unwrap().len(), 0);
+    assert_eq!(v["visible"], "Sure.[TOOL_CALLS]add{\"a\": 1}");
+}
+
+#[test]
+fn parse_rejects_an_unknown_dialect() {
+    let (code, _, err) = toolbridge(&["parse", "--dialect", "llama"], "");
+    assert_ne!(code, 0);
+    assert!(err.contains("unknown dialect \"llama\""), "{err}");
+    let line = r#"{"text": "x", "dialect": "nope"}"#;
+    let (code, out, _) = toolbridge(&["parse"], line);
+    assert_eq!(code, 1);
+    assert!(out.contains("not a valid input line"), "{out}");
+}
+
+#[test]
+fn parse_typed_values_and_reasoning_open() {
+    let line = r#"{"text": "<tool_call>\n<function=f>\n<parameter=n>\n5\n</parameter>\n</function>\n</tool_call>", "dialect": "qwen3-coder", "schemas": {"f": {"properties": {"n": {"type": "integer"}}}}}"#;
+    let (_, out, _) = toolbridge(&["parse"], line);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["calls"][0]["arguments"], serde_json::json!({"n": 5}));
+    let line = r#"{"text": "hmm</think>Answer."}"#;
+    let (_, out, _) = toolbridge(&["parse", "--reasoning-open"], line);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["reasoning"], "hmm");
+    assert_eq!(v["visible"], "Answer.");
+    let line = r#"{"text": "hmm</think>Answer.", "reasoning_open": false}"#;
+    let (_, out, _) = toolbridge(&["parse", "--reasoning-open"], line);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["visible"], "hmm</think>Answer.");
 }
 
 #[test]
@@ -160,4 +198,74 @@ fn prompt_encodes_a_whole_request() {
     assert_eq!(v["messages"][0]["role"], "system");
     assert_eq!(v["stop"][0], "</tool_call>");
     assert!(v.get("tools").is_none());
+}
+
+#[test]
+fn prompt_teaches_a_dialect_and_writes_the_history_in_it() {
+    let tools = examples().join("tools.json");
+    let tools = tools.to_str().unwrap();
+    let (code, out, err) = toolbridge(&["prompt", "--tools", tools, "--dialect", "mistral"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("## Available tools\nYou can call any of the tools below"));
+    assert!(out.contains(
+        "\n\n[TOOL_CALLS][{\"name\": \"<tool>\", \"arguments\": <args>}]\n\nImportant rules:\n- After the closing `]` STOP."
+    ));
+    assert!(!out.contains("<tool_call>"), "{out}");
+    assert!(out.contains("### get_weather\nGet the current weather for a city.\n"));
+
+    let (code, out, _) = toolbridge(
+        &[
+            "prompt",
+            "--tools",
+            tools,
+            "--mode",
+            "verbatim",
+            "--dialect",
+            "kimi-k2",
+        ],
+        "",
+    );
+    assert_eq!(code, 0);
+    assert!(out.contains("then stop and wait for its result:\n<|tool_calls_section_begin|>"));
+
+    let req = r#"{"model":"m","tools":[{"type":"function","function":{"name":"f","description":"F.","parameters":{"type":"object"}}}],
+        "messages":[{"role":"user","content":"hi"},
+        {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},
+        {"role":"tool","tool_call_id":"c1","content":"done"}]}"#;
+    let (code, out, _) = toolbridge(&["prompt", "--request", "-", "--dialect", "glm45"], req);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["stop"], serde_json::json!(["</tool_call>"]));
+    assert_eq!(
+        v["messages"][2]["content"],
+        "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>"
+    );
+    assert_eq!(
+        v["messages"][3]["content"],
+        "<tool_response>\ndone\n</tool_response>"
+    );
+
+    let (code, _, err) = toolbridge(&["prompt", "--tools", tools, "--dialect", "llama"], "");
+    assert_eq!(code, 2, "a usage error");
+    assert!(
+        err.contains("unknown dialect \"llama\"; known dialects: hermes, llama3-json"),
+        "{err}"
+    );
+    let (code, _, err) = toolbridge(
+        &[
+            "prompt",
+            "--tools",
+            tools,
+            "--dialect",
+            "granite",
+            "--tag",
+            "tool_use",
+        ],
+        "",
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("--tag applies to the hermes dialect only"),
+        "{err}"
+    );
 }

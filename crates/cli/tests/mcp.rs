@@ -3,18 +3,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
-fn python() -> String {
-    std::env::var("TOOLBRIDGE_MCP_PYTHON").unwrap_or_else(|_| {
-        panic!("TOOLBRIDGE_MCP_PYTHON is not set: run the tests through scripts/test.sh")
-    })
-}
-
-fn py_server() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/servers/py_server.py")
-}
+use common::{exit_and_text, py_server, python};
 
 fn flag() -> String {
     format!("py={} {}", python(), py_server().display())
@@ -26,11 +20,7 @@ fn toolbridge(args: &[&str], dir: &std::path::Path) -> (i32, String, String) {
         .current_dir(dir)
         .output()
         .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    exit_and_text(out)
 }
 
 fn scratch(tag: &str) -> PathBuf {

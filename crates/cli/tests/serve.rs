@@ -76,7 +76,7 @@ fn get(addr: &str, path: &str) -> String {
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut out = String::new();
@@ -164,4 +164,58 @@ fn config_errors_name_the_file_and_line() {
         err.contains("bad.toml") && err.contains("line 3") && err.contains("body_limt"),
         "{err}"
     );
+}
+
+fn post_json(addr: &str, path: &str, body: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+/// Issue 13 item 24: `--listen localhost:PORT` is accepted, and a model whose key variable is
+/// unset does not stop the server: it starts, warns, and answers that model with a clear 503.
+#[test]
+fn listens_on_localhost_and_serves_despite_a_model_without_its_key() {
+    let dir = temp_dir("nokey");
+    let config = dir.join("toolbridge.toml");
+    let text = format!(
+        "{ONE_MODEL}\n[[models]]\nname = \"keyless\"\nbase_url = \"http://127.0.0.1:9/v1\"\nupstream_model = \"m\"\napi_key_env = \"TB_TEST_UNSET_KEY_VAR\"\n"
+    );
+    std::fs::write(&config, text).unwrap();
+    let mut cmd = toolbridge();
+    cmd.env_remove("TB_TEST_UNSET_KEY_VAR")
+        .arg("serve")
+        .arg("--config")
+        .arg(&config)
+        .args(["--listen", "localhost:0"]);
+    let (mut child, addr, seen) = start(cmd);
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+    assert!(
+        seen.iter()
+            .any(|l| l.contains("warning: model `keyless` is not available")
+                && l.contains("TB_TEST_UNSET_KEY_VAR")),
+        "{seen:?}"
+    );
+    let models = get(&addr, "/v1/models");
+    assert!(
+        models.contains(r#""id":"local""#) && !models.contains("keyless"),
+        "{models}"
+    );
+    let answer = post_json(
+        &addr,
+        "/v1/chat/completions",
+        r#"{"model":"keyless","messages":[{"role":"user","content":"hi"}]}"#,
+    );
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains(r#""code":"model_unavailable""#), "{answer}");
+    assert!(!answer.contains("TB_TEST_UNSET_KEY_VAR"), "{answer}");
+    assert!(terminate(&mut child).success());
 }

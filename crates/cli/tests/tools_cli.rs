@@ -157,7 +157,8 @@ fn save_memory_in_runs_and_memory_list_rm() {
 
     let (code, out, _) = toolbridge(&["memory", "list", "--json"], &d);
     assert_eq!(code, 0);
-    let entry: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    let list: Value = serde_json::from_str(&out).unwrap();
+    let entry = list[0].clone();
     assert_eq!(entry["user"], "local");
     assert_eq!(entry["memory_text"], "The user is vegetarian.");
     assert_eq!(entry["slot"], "diet");

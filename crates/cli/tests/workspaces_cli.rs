@@ -20,6 +20,21 @@ fn workspaces(d: &Path) -> PathBuf {
     d.join("data/toolbridge/workspaces")
 }
 
+/// `toolbridge run PROMPT --model MODEL --conversation q3-report --attach sales.csv` in `dir`.
+fn attach_in_q3_report(prompt: &str, model: &str, dir: &Path) -> (i32, String, String) {
+    let args = [
+        "run",
+        prompt,
+        "--model",
+        model,
+        "--conversation",
+        "q3-report",
+        "--attach",
+        "sales.csv",
+    ];
+    toolbridge(&args, dir)
+}
+
 #[test]
 fn attach_copies_into_uploads_and_tells_the_model() {
     let d = temp_dir("attach");
@@ -32,19 +47,7 @@ fn attach_copies_into_uploads_and_tells_the_model() {
     )
     .unwrap();
     let model = format!("scripted:{}", script.display());
-    let (code, out, err) = toolbridge(
-        &[
-            "run",
-            "Summarize the file.",
-            "--model",
-            &model,
-            "--conversation",
-            "q3-report",
-            "--attach",
-            "sales.csv",
-        ],
-        &d,
-    );
+    let (code, out, err) = attach_in_q3_report("Summarize the file.", &model, &d);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
         err.contains("attached sales.csv as /workspace/uploads/sales.csv"),
@@ -70,19 +73,7 @@ fn attach_copies_into_uploads_and_tells_the_model() {
     );
 
     // The same conversation again: the upload is kept, a second copy gets a new name.
-    let (code, _, err) = toolbridge(
-        &[
-            "run",
-            "Again.",
-            "--model",
-            &model,
-            "--conversation",
-            "q3-report",
-            "--attach",
-            "sales.csv",
-        ],
-        &d,
-    );
+    let (code, _, err) = attach_in_q3_report("Again.", &model, &d);
     assert_eq!(code, 0, "{err}");
     assert!(ws.join("uploads/sales-2.csv").is_file());
     assert!(ws.join("uploads/sales.csv").is_file());

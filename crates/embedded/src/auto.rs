@@ -3,7 +3,7 @@
 //! Left to itself (free decoding, or a grammar allowing text or a call) a 135M model never starts
 //! a call; forced to call, it calls even for "Hello", and under a grammar over several tools it
 //! often picks the wrong one. So `auto` asks the model's likelihoods instead of its samples, in
-//! two stages (measured by `examples/auto_eval.rs`; README "Embedded model" has the figures):
+//! two stages (measured by `examples/auto_eval.rs`; docs/src/embedded.md has the figures):
 //!
 //! 1. **Gate**: the log-probability of `<tool_call>` as the answer's start against that of the
 //!    model's own favourite first token. The call is never the favourite, but it is far less

@@ -65,6 +65,11 @@ pub enum Constraint {
     Free,
     /// Output matching this llguidance (Lark) grammar.
     Grammar(String),
+    /// A forced call: output matching `grammar`, which is steered to its end once only `reserve`
+    /// tokens are left — from then on, where the grammar allows a token that closes (`}`, `]`,
+    /// then `"`, then `,` when a required key must still come), one is taken — so the call is
+    /// complete before the token limit.
+    Call { grammar: String, reserve: usize },
 }
 
 /// One generation.
@@ -112,6 +117,7 @@ pub struct Engine {
     tokenizer: Arc<Tokenizer>,
     template: ChatTemplate,
     factory: ParserFactory,
+    closers: Closers,
     cache: Mutex<KvCache>,
     pub path: PathBuf,
     pub load_time: Duration,
@@ -175,11 +181,13 @@ impl Engine {
         let mut factory =
             ParserFactory::new_simple(&env).map_err(|e| EmbeddedError::Grammar(e.to_string()))?;
         factory.quiet();
+        let closers = Closers::of(&tokenizer);
         Ok(Engine {
             weights,
             tokenizer,
             template,
             factory,
+            closers,
             cache: Mutex::new(KvCache::default()),
             path: PathBuf::new(),
             load_time: start.elapsed(),
@@ -318,7 +326,11 @@ impl Engine {
         let prompt = self.tokenizer.encode(&generation.prompt)?;
         let mut matcher = match &generation.constraint {
             Constraint::Free => None,
-            Constraint::Grammar(g) => Some(self.matcher(g)?),
+            Constraint::Grammar(g) | Constraint::Call { grammar: g, .. } => Some(self.matcher(g)?),
+        };
+        let reserve = match &generation.constraint {
+            Constraint::Call { reserve, .. } => Some(*reserve),
+            _ => None,
         };
         let mut cache = self.lock()?;
         let start = Instant::now();
@@ -348,6 +360,10 @@ impl Engine {
                         masked[i] = *v;
                     }
                 });
+                if reserve.is_some_and(|r| generation.max_tokens.saturating_sub(tokens.len()) <= r)
+                {
+                    self.closers.steer(&mut masked);
+                }
                 logits = masked;
             }
             let penalty = generation.sampling.repeat_penalty;
@@ -405,6 +421,58 @@ impl Engine {
             generation_time: start.elapsed(),
             tokens,
         })
+    }
+}
+
+/// The tokens that lead a JSON value to its end, by preference: made of `}` and `]` only; of
+/// those and `"` (a string's end, or an empty string where a value must be written); of those,
+/// spaces and `,` (the way on when a required key is still to come, or a number ends there).
+struct Closers {
+    brackets: Vec<usize>,
+    quotes: Vec<usize>,
+    separators: Vec<usize>,
+}
+
+impl Closers {
+    fn of(tokenizer: &Tokenizer) -> Closers {
+        let (mut brackets, mut quotes, mut separators) = (Vec::new(), Vec::new(), Vec::new());
+        for id in 0..tokenizer.vocab_size() {
+            let bytes = tokenizer.token_bytes(id as TokenId);
+            if bytes.is_empty() || !bytes.iter().all(|b| b"\"}], ".contains(b)) {
+                continue;
+            }
+            if bytes.contains(&b',') {
+                separators.push(id);
+            } else if bytes.contains(&b'"') {
+                quotes.push(id);
+            } else if bytes.iter().all(|b| b"}]".contains(b)) {
+                brackets.push(id);
+            }
+        }
+        Closers {
+            brackets,
+            quotes,
+            separators,
+        }
+    }
+
+    /// Keeps only the allowed (finite) logits of the first tier of closers that has any; leaves
+    /// `logits` alone when the grammar allows no closer here.
+    fn steer(&self, logits: &mut [f32]) {
+        for tier in [&self.brackets, &self.quotes, &self.separators] {
+            let allowed: Vec<(usize, f32)> = tier
+                .iter()
+                .filter_map(|&i| logits.get(i).copied().map(|v| (i, v)))
+                .filter(|(_, v)| v.is_finite())
+                .collect();
+            if !allowed.is_empty() {
+                logits.fill(f32::NEG_INFINITY);
+                for (i, v) in allowed {
+                    logits[i] = v;
+                }
+                return;
+            }
+        }
     }
 }
 

@@ -9,6 +9,8 @@ use serde_json::{json, Value};
 use toolbridge_protocol::texts::CallTag;
 use toolbridge_protocol::types::ToolSpec;
 
+use crate::schema::{self, Limits};
+
 /// Prose without markup: text that never contains `<` (so no tag can be echoed or opened).
 pub const PROSE: &str = "start: /[^<\\s][^<]*/\n";
 
@@ -22,20 +24,9 @@ fn layout(lenient: bool) -> Value {
     })
 }
 
-/// The schema of one call object: the name as a constant, then the arguments. An arguments schema
-/// that lists `properties` without saying `additionalProperties` gets `false`: a small model
-/// constrained to the declared keys cannot wander off into invented ones.
-pub fn call_schema(tool: &ToolSpec, lenient: bool) -> Value {
-    let arguments = match &tool.parameters {
-        Some(Value::Object(map)) if !map.is_empty() => {
-            let mut map = map.clone();
-            if map.contains_key("properties") && !map.contains_key("additionalProperties") {
-                map.insert("additionalProperties".into(), Value::Bool(false));
-            }
-            Value::Object(map)
-        }
-        _ => json!({"type": "object"}),
-    };
+/// The schema of one call object: the name as a constant, then `arguments` (a generation schema,
+/// see [`crate::schema`]).
+pub fn call_schema(tool: &ToolSpec, arguments: &Value, lenient: bool) -> Value {
     json!({
         "x-guidance": layout(lenient),
         "type": "object",
@@ -48,8 +39,31 @@ pub fn call_schema(tool: &ToolSpec, lenient: bool) -> Value {
     })
 }
 
-/// The grammar of one forced call to one of `tools`.
-pub fn forced_call(tools: &[&ToolSpec], lenient: bool) -> String {
+/// The arguments schema a tool's calls are generated from: its parameters rewritten under
+/// `limits` (a tool without parameters takes an empty object).
+pub fn arguments_schema(tool: &ToolSpec, limits: &Limits, notes: &mut Vec<String>) -> Value {
+    match &tool.parameters {
+        Some(Value::Object(map)) if !map.is_empty() => {
+            let mut schema = Value::Object(map.clone());
+            // The arguments are an object whatever the schema says about its top level.
+            if let Some(m) = schema.as_object_mut() {
+                if m.get("type").and_then(Value::as_str) != Some("object") {
+                    m.insert("type".into(), "object".into());
+                }
+            }
+            schema::for_generation(&schema, limits, notes)
+        }
+        _ => closed_empty(),
+    }
+}
+
+fn closed_empty() -> Value {
+    json!({"type": "object", "properties": {}, "additionalProperties": false})
+}
+
+/// The grammar of one forced call to one of `tools`, whose arguments follow `arguments` (one
+/// generation schema per tool).
+pub fn forced_call_with(tools: &[&ToolSpec], arguments: &[Value], lenient: bool) -> String {
     let tag = CallTag::default();
     let open = format!("<{}>", tag.name());
     let mut g = format!(
@@ -59,10 +73,151 @@ pub fn forced_call(tools: &[&ToolSpec], lenient: bool) -> String {
     );
     let alternatives: Vec<String> = (0..tools.len()).map(|i| format!("c{i}")).collect();
     g.push_str(&format!("call: {}\n", alternatives.join(" | ")));
-    for (i, tool) in tools.iter().enumerate() {
-        g.push_str(&format!("c{i}: %json {}\n", call_schema(tool, lenient)));
+    for (i, (tool, args)) in tools.iter().zip(arguments).enumerate() {
+        g.push_str(&format!(
+            "c{i}: %json {}\n",
+            call_schema(tool, args, lenient)
+        ));
     }
     g
+}
+
+/// The grammar of one forced call to one of `tools`, under the default limits.
+pub fn forced_call(tools: &[&ToolSpec], lenient: bool) -> String {
+    let mut notes = Vec::new();
+    let arguments: Vec<Value> = tools
+        .iter()
+        .map(|t| arguments_schema(t, &Limits::default(), &mut notes))
+        .collect();
+    forced_call_with(tools, &arguments, lenient)
+}
+
+/// A forced call ready to decode: its grammar, the tokens to keep for closing it (see
+/// [`schema::closing_cost`]) and what had to be relaxed for the grammar to compile.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ForcedCall {
+    pub grammar: String,
+    pub reserve: usize,
+    pub relaxed: Vec<String>,
+}
+
+/// Builds the forced-call grammar for `tools`, relaxing what `compiles` refuses so that a schema
+/// never fails the request: first the whole grammar as rewritten; then each argument whose own
+/// grammar does not compile is relaxed (its `pattern`, `format` and `enum` dropped; then only its
+/// type kept; then any bounded value); then llguidance's lenient mode; at last arguments that
+/// can only be `{}`. `relaxed` says what was done.
+pub fn build_forced_call(
+    tools: &[&ToolSpec],
+    limits: &Limits,
+    compiles: &dyn Fn(&str) -> Result<(), String>,
+) -> ForcedCall {
+    let mut relaxed = Vec::new();
+    let mut arguments: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            let mut notes = Vec::new();
+            let a = arguments_schema(t, limits, &mut notes);
+            relaxed.extend(notes.into_iter().map(|n| format!("{}: {n}", t.name)));
+            a
+        })
+        .collect();
+    let finish = |arguments: &[Value], grammar: String, relaxed: Vec<String>| {
+        let reserve = tools
+            .iter()
+            .zip(arguments)
+            .map(|(t, a)| closing_cost_of_call(t, a))
+            .max()
+            .unwrap_or(0);
+        ForcedCall {
+            grammar,
+            reserve,
+            relaxed,
+        }
+    };
+    let strict = forced_call_with(tools, &arguments, false);
+    let first_error = match compiles(&strict) {
+        Ok(()) => return finish(&arguments, strict, relaxed),
+        Err(e) => e,
+    };
+    relaxed.push(format!("the grammar did not compile ({first_error})"));
+    for (tool, args) in tools.iter().zip(arguments.iter_mut()) {
+        relax_arguments(tool, args, limits, compiles, &mut relaxed);
+    }
+    let grammar = forced_call_with(tools, &arguments, false);
+    if compiles(&grammar).is_ok() {
+        return finish(&arguments, grammar, relaxed);
+    }
+    let lenient = forced_call_with(tools, &arguments, true);
+    if compiles(&lenient).is_ok() {
+        relaxed.push("lenient JSON schema mode".into());
+        return finish(&arguments, lenient, relaxed);
+    }
+    relaxed.push("every tool's arguments reduced to `{}`".into());
+    let empty: Vec<Value> = tools.iter().map(|_| closed_empty()).collect();
+    let grammar = forced_call_with(tools, &empty, false);
+    finish(&empty, grammar, relaxed)
+}
+
+/// The bytes of the rest of a call block from anywhere in it, its very start included: the
+/// opening up to the arguments, the arguments' closing cost, the closing brace and tag.
+fn closing_cost_of_call(tool: &ToolSpec, arguments: &Value) -> usize {
+    let opening = format!(
+        "<{}>{{\"name\": {}, \"arguments\": ",
+        CallTag::default().name(),
+        lark_string(&tool.name)
+    );
+    opening.len()
+        + schema::closing_cost(arguments)
+        + "}".len()
+        + CallTag::default().stop_sequence().len()
+}
+
+/// Relaxes the properties of one tool's arguments whose own grammar does not compile.
+fn relax_arguments(
+    tool: &ToolSpec,
+    arguments: &mut Value,
+    limits: &Limits,
+    compiles: &dyn Fn(&str) -> Result<(), String>,
+    relaxed: &mut Vec<String>,
+) {
+    let value_compiles = |schema: &Value| {
+        let mut with_layout = schema.clone();
+        if let Some(m) = with_layout.as_object_mut() {
+            m.insert("x-guidance".into(), layout(false));
+        }
+        compiles(&format!("start: %json {with_layout}\n")).is_ok()
+    };
+    let Some(properties) = arguments
+        .get_mut("properties")
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    for (key, schema) in properties.iter_mut() {
+        if value_compiles(schema) {
+            continue;
+        }
+        let mut notes = Vec::new();
+        let mut loose = schema.clone();
+        if let Some(m) = loose.as_object_mut() {
+            for k in ["pattern", "format", "enum", "const"] {
+                m.remove(k);
+            }
+        }
+        let loose = schema::for_generation(&loose, limits, &mut notes);
+        let typed = json!({"type": schema.get("type").cloned().unwrap_or(Value::Null)});
+        let typed = schema::for_generation(&typed, limits, &mut notes);
+        let free = schema::for_generation(&Value::Bool(true), limits, &mut notes);
+        let (what, replacement) = if value_compiles(&loose) {
+            ("its pattern, format and enum dropped", loose)
+        } else if value_compiles(&typed) {
+            ("only its type kept", typed)
+        } else {
+            ("any bounded value", free)
+        };
+        relaxed.push(format!("{}: /properties/{key}: {what}", tool.name));
+        *schema = replacement;
+    }
 }
 
 fn lark_string(s: &str) -> String {
@@ -72,6 +227,45 @@ fn lark_string(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use llguidance::api::TopLevelGrammar;
+    use llguidance::{Matcher, ParserFactory};
+    use toktrie::ApproximateTokEnv;
+
+    fn factory() -> ParserFactory {
+        let mut f = ParserFactory::new_simple(&ApproximateTokEnv::single_byte_env()).unwrap();
+        f.quiet();
+        f
+    }
+
+    fn compiles(f: &ParserFactory, grammar: &str) -> Result<(), String> {
+        let parser = f
+            .create_parser(TopLevelGrammar::from_lark(grammar.to_owned()))
+            .map_err(|e| e.to_string())?;
+        match Matcher::new(Ok(parser)).get_error() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the grammar accepts `text` whole (one token per byte).
+    fn accepts(f: &ParserFactory, grammar: &str, text: &str) -> bool {
+        let parser = f
+            .create_parser(TopLevelGrammar::from_lark(grammar.to_owned()))
+            .unwrap();
+        let mut m = Matcher::new(Ok(parser));
+        let tokens: Vec<u32> = text.bytes().map(u32::from).collect();
+        m.validate_tokens(&tokens).unwrap() == tokens.len()
+            && m.consume_tokens(&tokens).is_ok()
+            && m.is_accepting().unwrap()
+    }
+
+    fn weather() -> ToolSpec {
+        ToolSpec::new(
+            "get_weather",
+            "",
+            json!({"type": "object", "properties": {"city": {"type": "string"}, "extra": {"type": "object", "properties": {"unit": {"type": "string"}}}}}),
+        )
+    }
 
     #[test]
     fn the_grammar_names_every_tool() {
@@ -81,5 +275,109 @@ mod tests {
         assert!(g.starts_with("start: \"<tool_call>\" call \"</tool_call>\"\n"));
         assert!(g.contains("call: c0 | c1\n"));
         assert!(g.contains("\"const\":\"b\""));
+    }
+
+    #[test]
+    fn a_forced_call_takes_plain_values_and_refuses_markup_debris_and_invented_keys() {
+        let f = factory();
+        let tool = weather();
+        let call = build_forced_call(&[&tool], &Limits::default(), &|g| compiles(&f, g));
+        assert!(call.relaxed.is_empty(), "{:?}", call.relaxed);
+        let g = &call.grammar;
+        let ok = r#"<tool_call>{"name": "get_weather", "arguments": {"city": "Paris, France", "extra": {"unit": "C"}}}</tool_call>"#;
+        assert!(accepts(&f, g, ok));
+        for bad in [
+            r#"<tool_call>{"name": "get_weather", "arguments": {"city": "x}}</tool_call>"}}</tool_call>"#,
+            r#"<tool_call>{"name": "get_weather", "arguments": {"city": "<input>"}}</tool_call>"#,
+            r#"<tool_call>{"name": "get_weather", "arguments": {"city": "]["}}</tool_call>"#,
+            r#"<tool_call>{"name": "get_weather", "arguments": {"town": "Paris"}}</tool_call>"#,
+            r#"<tool_call>{"name": "get_weather", "arguments": {"extra": {"type": {"type": "x"}}}}</tool_call>"#,
+        ] {
+            assert!(!accepts(&f, g, bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_string_limit_is_configurable() {
+        let f = factory();
+        let tool = weather();
+        let limits = Limits {
+            max_string_length: 4,
+            ..Limits::default()
+        };
+        let call = build_forced_call(&[&tool], &limits, &|g| compiles(&f, g));
+        let call_with = |city: &str| {
+            format!(
+                r#"<tool_call>{{"name": "get_weather", "arguments": {{"city": "{city}"}}}}</tool_call>"#
+            )
+        };
+        assert!(accepts(&f, &call.grammar, &call_with("Rome")));
+        assert!(!accepts(&f, &call.grammar, &call_with("Paris")));
+    }
+
+    #[test]
+    fn a_schema_the_grammar_engine_refuses_is_relaxed_not_an_error() {
+        let f = factory();
+        // A look-behind is not a regular expression llguidance compiles.
+        let tool = ToolSpec::new(
+            "t",
+            "",
+            json!({"type": "object", "properties": {
+                "code": {"type": "string", "pattern": "(?<=a)b"},
+                "n": {"type": "integer"},
+            }, "required": ["code", "n"]}),
+        );
+        let strict = forced_call(&[&tool], false);
+        assert!(
+            compiles(&f, &strict).is_err(),
+            "the case must really fail to compile"
+        );
+        let call = build_forced_call(&[&tool], &Limits::default(), &|g| compiles(&f, g));
+        assert!(compiles(&f, &call.grammar).is_ok());
+        assert!(
+            call.relaxed.iter().any(|r| r.contains("/properties/code")),
+            "{:?}",
+            call.relaxed
+        );
+        assert!(!call.relaxed.iter().any(|r| r.contains("/properties/n")));
+        assert!(accepts(
+            &f,
+            &call.grammar,
+            r#"<tool_call>{"name": "t", "arguments": {"code": "b", "n": 3}}</tool_call>"#
+        ));
+    }
+
+    #[test]
+    fn an_integer_with_string_enum_values_compiles_and_takes_the_values() {
+        let f = factory();
+        let tool = ToolSpec::new(
+            "t",
+            "",
+            json!({"type": "object", "properties": {"level": {"type": "integer", "enum": ["1", "2"]}}, "required": ["level"]}),
+        );
+        let call = build_forced_call(&[&tool], &Limits::default(), &|g| compiles(&f, g));
+        assert!(
+            call.relaxed.iter().any(|r| r.contains("enum values")),
+            "{:?}",
+            call.relaxed
+        );
+        assert!(accepts(
+            &f,
+            &call.grammar,
+            r#"<tool_call>{"name": "t", "arguments": {"level": "2"}}</tool_call>"#
+        ));
+    }
+
+    #[test]
+    fn the_reserve_covers_the_tag_and_the_arguments() {
+        let f = factory();
+        let tool = weather();
+        let call = build_forced_call(&[&tool], &Limits::default(), &|g| compiles(&f, g));
+        let args = r#"{"city": "", "extra": {"unit": ""}}"#;
+        assert!(
+            call.reserve >= args.len() + "}</tool_call>".len(),
+            "{}",
+            call.reserve
+        );
     }
 }

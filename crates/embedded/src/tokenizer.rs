@@ -20,10 +20,15 @@ use tokenizers::models::bpe::BPE;
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::pre_tokenizers::digits::Digits;
 use tokenizers::pre_tokenizers::sequence::Sequence;
+use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
+use tokenizers::SplitDelimiterBehavior;
 use tokenizers::{AddedToken, PreTokenizerWrapper};
 use toktrie::{TokRxInfo, TokTrie, TokenId, TokenizerEnv};
 
 use crate::error::EmbeddedError;
+
+/// Qwen2's pre-tokenizer expression (from its tokenizer.json, as llama.cpp uses it).
+const QWEN2_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 use crate::template::{LITERAL_CLOSE, LITERAL_OPEN};
 
 /// GGUF token types (llama.cpp's `llama_token_type`).
@@ -153,6 +158,20 @@ impl Tokenizer {
             "smollm" | "starcoder" | "refact" | "codeshell" => Sequence::new(vec![
                 PreTokenizerWrapper::Digits(Digits::new(true)),
                 PreTokenizerWrapper::ByteLevel(byte_level),
+            ])
+            .into(),
+            // Qwen2's own split (llama.cpp's `LLAMA_VOCAB_PRE_TYPE_QWEN2`): single digits, letters
+            // with one leading non-letter, punctuation runs; then bytes without the GPT-2 regex.
+            "qwen2" | "deepseek-r1-qwen" => Sequence::new(vec![
+                PreTokenizerWrapper::Split(
+                    Split::new(
+                        SplitPattern::Regex(QWEN2_SPLIT.into()),
+                        SplitDelimiterBehavior::Isolated,
+                        false,
+                    )
+                    .map_err(|e| EmbeddedError::Tokenizer(e.to_string()))?,
+                ),
+                PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, true, false)),
             ])
             .into(),
             _ => byte_level.into(),

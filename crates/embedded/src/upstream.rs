@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use serde::Deserialize;
+use serde_json::Value;
 use tokio::sync::mpsc;
 use toolbridge_protocol::accumulator::{FunctionDelta, ToolCallDelta};
 use toolbridge_protocol::mode::{encode_prompt, offered_tools, EncodeOptions};
@@ -28,7 +29,8 @@ use crate::auto;
 pub use crate::auto::{AutoStrategy, Pick};
 use crate::engine::{Constraint, Engine, Finish, Generation, Report, Sampling};
 use crate::error::EmbeddedError;
-use crate::grammar;
+use crate::grammar::{self, ForcedCall};
+use crate::schema::Limits;
 use crate::template::TemplateMessage;
 
 /// Settings of the embedded upstream.
@@ -42,6 +44,8 @@ pub struct EmbeddedConfig {
     /// Token limit when the request gives none.
     pub max_tokens: usize,
     pub auto: AutoStrategy,
+    /// The longest string value a forced call may write, in characters.
+    pub max_string_length: usize,
 }
 
 impl Default for EmbeddedConfig {
@@ -53,6 +57,7 @@ impl Default for EmbeddedConfig {
             seed: 0,
             max_tokens: 512,
             auto: AutoStrategy::default(),
+            max_string_length: crate::schema::DEFAULT_MAX_STRING_LENGTH,
         }
     }
 }
@@ -74,6 +79,9 @@ pub struct Plan {
     /// than streamed through the parser: the grammar lets a JSON string hold the close tag, which
     /// would end a streamed block in the middle of its arguments.
     pub forced: bool,
+    /// The parameter schemas of the tools a forced call may name, as given: the call is checked
+    /// against them after generation (the grammar follows a bounded, possibly relaxed copy).
+    pub schemas: Vec<(String, Value)>,
 }
 
 /// Which way `auto` went, for reports and tests.
@@ -83,17 +91,19 @@ pub enum Decision {
     Call,
 }
 
-fn grammar_for(tools: &[&ToolSpec], engine: &Engine) -> Result<String, EmbeddedError> {
-    let strict = grammar::forced_call(tools, false);
-    match engine.matcher(&strict) {
-        Ok(_) => Ok(strict),
-        Err(e) => {
-            tracing::warn!(error = %e, "a tool schema does not compile strictly; using lenient JSON");
-            let lenient = grammar::forced_call(tools, true);
-            engine.matcher(&lenient)?;
-            Ok(lenient)
-        }
+/// The forced-call grammar; a schema the grammar engine refuses is relaxed, never an error
+/// (what was relaxed is logged).
+fn grammar_for(tools: &[&ToolSpec], engine: &Engine, config: &EmbeddedConfig) -> ForcedCall {
+    let limits = Limits {
+        max_string_length: config.max_string_length.max(1),
+        ..Limits::default()
+    };
+    let compiles = |g: &str| engine.matcher(g).map(|_| ()).map_err(|e| e.to_string());
+    let call = grammar::build_forced_call(tools, &limits, &compiles);
+    for what in &call.relaxed {
+        tracing::warn!(relaxed = %what, "a tool schema was relaxed for generation");
     }
+    call
 }
 
 impl EmbeddedUpstream {
@@ -146,7 +156,7 @@ impl EmbeddedUpstream {
             ..Sampling::default()
         };
         let max_tokens = request
-            .max_tokens
+            .output_token_limit()
             .map(|n| n as usize)
             .unwrap_or(self.config.max_tokens);
         let names: Vec<String> = offered.iter().map(|t| t.name.clone()).collect();
@@ -184,7 +194,13 @@ impl EmbeddedUpstream {
         let generation = match decision {
             Decision::Call => Generation {
                 prompt,
-                constraint: Constraint::Grammar(grammar_for(&tools, &self.engine)?),
+                constraint: {
+                    let call = grammar_for(&tools, &self.engine, &self.config);
+                    Constraint::Call {
+                        grammar: call.grammar,
+                        reserve: call.reserve,
+                    }
+                },
                 // The grammar ends the call; the close tag is part of it, not a stop.
                 stop: request.stop.clone(),
                 max_tokens,
@@ -216,6 +232,13 @@ impl EmbeddedUpstream {
                 generation,
                 tools: names,
                 forced: decision == Decision::Call,
+                schemas: match decision {
+                    Decision::Call => tools
+                        .iter()
+                        .map(|t| (t.name.clone(), t.parameters.clone().unwrap_or(Value::Null)))
+                        .collect(),
+                    Decision::Text => Vec::new(),
+                },
             },
             decision,
         ))
@@ -340,6 +363,7 @@ fn run_forced(
     let mut sink = WireSink { out: &mut events };
     let calls = match read_call_block(&raw).filter(|(name, _)| plan.tools.contains(name)) {
         Some((name, arguments)) => {
+            check_arguments(plan, &name, &arguments);
             let id = format!("call_embedded_{}_0", next_response_id());
             sink.call_start(0, &id, &name);
             sink.call_args(0, &arguments);
@@ -353,6 +377,32 @@ fn run_forced(
     };
     finish(&report, calls, events, tx);
     Ok(report)
+}
+
+/// Checks a forced call's arguments against the tool's schema as given; a mismatch (possible
+/// where the schema had to be relaxed for the grammar, or contradicts itself) is logged.
+fn check_arguments(plan: &Plan, name: &str, arguments: &str) {
+    let Some((_, schema)) = plan.schemas.iter().find(|(n, _)| n == name) else {
+        return;
+    };
+    if !schema.is_object() {
+        return;
+    }
+    let Ok(validator) = jsonschema::validator_for(schema) else {
+        tracing::warn!(
+            tool = name,
+            "the tool's schema is not a valid JSON schema; the call is not checked"
+        );
+        return;
+    };
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(value) => {
+            if let Err(e) = validator.validate(&value) {
+                tracing::warn!(tool = name, error = %e, "a forced call does not match the tool's schema");
+            }
+        }
+        Err(e) => tracing::warn!(tool = name, error = %e, "a forced call's arguments do not parse"),
+    }
 }
 
 /// The name and the arguments (their bytes as written) of a complete

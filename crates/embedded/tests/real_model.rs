@@ -13,6 +13,16 @@ use toolbridge_protocol::mode::ToolMode;
 use toolbridge_protocol::types::{ChatRequest, Content, Message, ToolChoice, ToolSpec};
 use toolbridge_providers::Model;
 
+/// Both tests load the same file, so they share one engine (`shared`) and its KV cache: the first
+/// test's cache assertions hold only if the other test is not generating at the same time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn model_path() -> PathBuf {
     match std::env::var("TOOLBRIDGE_EMBEDDED_MODEL") {
         Ok(p) if !p.is_empty() => PathBuf::from(p),
@@ -31,7 +41,9 @@ fn weather() -> ToolSpec {
 }
 
 #[tokio::test]
+#[allow(clippy::await_holding_lock)] // each test has its own runtime; the lock only orders them
 async fn the_real_model_calls_a_tool_and_answers() {
+    let _serial = one_at_a_time();
     let engine = shared(
         &model_path(),
         &EngineOptions {
@@ -80,4 +92,66 @@ async fn the_real_model_calls_a_tool_and_answers() {
     assert!(before > 100, "the first round's prompt stays cached");
     let usage = answer.usage.unwrap();
     assert!(usage.prompt_tokens as usize > before);
+}
+
+/// Forced calls on a sample of real-world function schemas (every 10th of the BFCL v4 corpus in
+/// tests/data, whose source it names): every request succeeds, and every call parses and matches
+/// its schema as given. `examples/forced_eval.rs` runs the whole corpus.
+#[tokio::test]
+#[allow(clippy::await_holding_lock)] // each test has its own runtime; the lock only orders them
+async fn forced_calls_on_real_world_schemas_always_parse_and_validate() {
+    let _serial = one_at_a_time();
+    let corpus: Value = serde_json::from_str(include_str!("data/bfcl_v4_schemas.json")).unwrap();
+    let schemas = corpus["schemas"].as_array().unwrap();
+    let engine = shared(
+        &model_path(),
+        &EngineOptions {
+            threads: Some(2),
+            q4_0: false,
+        },
+    )
+    .unwrap();
+    let up = Arc::new(EmbeddedUpstream::new(engine, EmbeddedConfig::default()));
+    let model = Model::single(up, ToolMode::Auto);
+    let sample: Vec<&Value> = schemas.iter().step_by(10).collect();
+    assert!(sample.len() >= 50, "{}", sample.len());
+    let mut failures = Vec::new();
+    for s in &sample {
+        let name = s["name"].as_str().unwrap();
+        let description = s["description"].as_str().unwrap();
+        let request = ChatRequest {
+            messages: vec![Message::user(description)],
+            tools: vec![ToolSpec::new(name, description, s["parameters"].clone())],
+            tool_choice: Some(ToolChoice::Required),
+            ..ChatRequest::default()
+        };
+        let response = match model.complete(request).await {
+            Ok(r) => r,
+            Err(e) => {
+                failures.push(format!("{name}: the request failed: {e}"));
+                continue;
+            }
+        };
+        let Some(call) = response.calls.first() else {
+            failures.push(format!("{name}: no call: {:?}", response.text));
+            continue;
+        };
+        let arguments: Value = match serde_json::from_str(&call.arguments) {
+            Ok(a) => a,
+            Err(e) => {
+                failures.push(format!("{name}: {e}: {}", call.arguments));
+                continue;
+            }
+        };
+        let validator = jsonschema::validator_for(&s["parameters"]).unwrap();
+        if let Err(e) = validator.validate(&arguments) {
+            failures.push(format!("{name}: {e}: {arguments}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {}: {failures:#?}",
+        failures.len(),
+        sample.len()
+    );
 }

@@ -10,7 +10,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use toolbridge_embedded::engine::{Constraint, Finish, Generation, Sampling};
 use toolbridge_embedded::template::{chatml, unmark, TemplateMessage};
-use toolbridge_embedded::{AutoStrategy, Decision, EmbeddedConfig, EmbeddedUpstream, Pick};
+use toolbridge_embedded::{AutoStrategy, Decision, EmbeddedConfig, EmbeddedUpstream, Engine, Pick};
 use toolbridge_protocol::mode::ToolMode;
 use toolbridge_protocol::parser::{parse, ParserConfig};
 use toolbridge_protocol::types::{ChatRequest, Message, ToolChoice, ToolSpec};
@@ -304,7 +304,7 @@ async fn route_gates_then_offers_one_tool() {
     let grammar_of = |up: &EmbeddedUpstream| -> (Decision, String) {
         let (plan, decision) = up.plan(&request(tools.clone(), None, 0)).unwrap();
         match plan.generation.constraint {
-            Constraint::Grammar(g) => (decision, g),
+            Constraint::Grammar(g) | Constraint::Call { grammar: g, .. } => (decision, g),
             Constraint::Free => (decision, String::new()),
         }
     };
@@ -482,4 +482,125 @@ async fn dropping_the_stream_stops_generation() {
         assert!(start.elapsed().as_secs() < 30);
     }
     assert!(engine.cached_tokens() < 2000);
+}
+
+/// A random model writes long strings; near the token limit the call is steered closed, so it
+/// is complete (and matches its schema) whatever the limit, down to the reserve itself.
+#[tokio::test]
+async fn forced_calls_close_before_a_tight_token_limit() {
+    let engine = Arc::new(common::tiny_engine());
+    let up = EmbeddedUpstream::new(Arc::clone(&engine), EmbeddedConfig::default());
+    // A number before a required key (the number must end for the call to go on), and strings.
+    let measure = ToolSpec::new(
+        "measure",
+        "",
+        json!({"type": "object", "properties": {
+            "x": {"type": "number"}, "label": {"type": "string"}, "note": {"type": "string"},
+        }, "required": ["x", "label"]}),
+    );
+    for tools in [vec![weather_tool()], vec![measure]] {
+        forced_calls_close_within_limits(&engine, &up, tools).await;
+    }
+}
+
+async fn forced_calls_close_within_limits(
+    engine: &Engine,
+    up: &EmbeddedUpstream,
+    tools: Vec<ToolSpec>,
+) {
+    let validator = jsonschema::validator_for(tools[0].parameters.as_ref().unwrap()).unwrap();
+    let (plan, _) = up
+        .plan(&request(tools.clone(), Some(ToolChoice::Required), 0))
+        .unwrap();
+    let Constraint::Call { reserve, .. } = plan.generation.constraint else {
+        panic!("a forced call: {:?}", plan.generation.constraint);
+    };
+    for limit in [reserve, reserve + 7, reserve + 30] {
+        for seed in 0..6 {
+            let mut req = request(tools.clone(), Some(ToolChoice::Required), seed);
+            req.max_tokens = Some(limit as u32);
+            let (plan, _) = up.plan(&req).unwrap();
+            let mut raw = String::new();
+            let report = engine
+                .generate(&plan.generation, &mut |t| {
+                    raw.push_str(t);
+                    true
+                })
+                .unwrap();
+            assert_eq!(
+                report.finish,
+                Finish::EndOfTurn,
+                "limit {limit}, seed {seed}: {raw}"
+            );
+            assert!(report.generated_tokens <= limit);
+            let (_, args) = toolbridge_embedded::upstream::read_call_block(&raw)
+                .unwrap_or_else(|| panic!("limit {limit}, seed {seed}: {raw}"));
+            let value: Value = serde_json::from_str(&args).unwrap();
+            assert!(validator.is_valid(&value), "{value}");
+        }
+    }
+}
+
+/// A tiny Qwen2 GGUF (q/k/v biases, Qwen2's pre-tokenizer, the template from the file): it loads,
+/// its tokenizer round-trips and splits as Qwen2's does, and a forced call parses.
+#[tokio::test]
+async fn a_tiny_qwen2_model_loads_round_trips_and_makes_a_forced_call() {
+    qwen_family_loads_round_trips_and_makes_a_forced_call("qwen2").await;
+}
+
+/// A tiny Qwen3 GGUF (per-head q/k norms, wider heads, Qwen2's pre-tokenizer as Qwen3 files name
+/// it, Qwen3's template shape read from the file and rendered by minijinja): the same checks.
+#[tokio::test]
+async fn a_tiny_qwen3_model_loads_round_trips_and_makes_a_forced_call() {
+    let engine = common::tiny_engine_of("qwen3", "qwen2");
+    let hp = &engine.weights().hparams;
+    assert!(hp.qk_norm);
+    assert_eq!(hp.head_dim * hp.n_head, 2 * hp.n_embd);
+    // The file's template renders, not the ChatML fallback: tool results go in a user turn.
+    let text = unmark(&engine.template().render(&[
+        TemplateMessage::new("system", "Be brief."),
+        TemplateMessage::new("user", "hi"),
+        TemplateMessage::new("tool", "42"),
+    ]));
+    assert_eq!(
+        text,
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n\
+         <|im_start|>user\n<tool_response>\n42\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+    );
+    qwen_family_loads_round_trips_and_makes_a_forced_call("qwen3").await;
+}
+
+async fn qwen_family_loads_round_trips_and_makes_a_forced_call(arch: &str) {
+    let engine = Arc::new(common::tiny_engine_of(arch, "qwen2"));
+    assert_eq!(engine.weights().hparams.architecture, arch);
+    assert!(engine.template().is_native());
+    let tok = engine.tokenizer();
+    for text in [
+        "hello world",
+        "tool_call 2024-12-31: 1234567890",
+        "Paris \"name\": é à ü — 漢字 🦀",
+        "  leading spaces\n\ttabs\r\n",
+    ] {
+        let ids = tok.encode(text).unwrap();
+        assert_eq!(tok.decode(&ids), text, "{ids:?}");
+    }
+    // Qwen2's split: digits one by one, a letter run keeps one leading non-letter.
+    assert_eq!(tok.encode("2024").unwrap().len(), 4);
+    assert_eq!(tok.encode("hello").unwrap().len(), 1);
+    let up = EmbeddedUpstream::new(Arc::clone(&engine), EmbeddedConfig::default());
+    let events = collect(
+        &up,
+        request(vec![weather_tool()], Some(ToolChoice::Required), 3),
+    )
+    .await;
+    let args: String = events
+        .iter()
+        .filter_map(|e| match e {
+            WireEvent::ToolCall(d) => d.function.as_ref()?.arguments.clone(),
+            _ => None,
+        })
+        .collect();
+    let value: Value = serde_json::from_str(&args).unwrap();
+    let validator = jsonschema::validator_for(weather_tool().parameters.as_ref().unwrap()).unwrap();
+    assert!(validator.is_valid(&value), "{value}");
 }

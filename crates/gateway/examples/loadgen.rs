@@ -3,7 +3,12 @@
 //! ```text
 //! loadgen --url http://127.0.0.1:PORT/v1/chat/completions --model NAME
 //!         [--connections N] [--requests N] [--max-seconds S] [--stream] [--expect TEXT]
+//!         [--messages | --responses]
 //! ```
+//!
+//! `--messages` sends the same request in the Anthropic Messages API's form (for
+//! `/v1/messages`), `--responses` in the OpenAI Responses API's form (for `/v1/responses`: the
+//! tool is a client function, so the answer is a `function_call` item).
 //!
 //! Each connection is one kept-alive HTTP/1.1 connection sending requests back to back (a
 //! chat request with one tool), reading each whole response. Prints one line:
@@ -30,6 +35,8 @@ struct Options {
     max_seconds: f64,
     stream: bool,
     expect: Option<String>,
+    messages: bool,
+    responses: bool,
 }
 
 fn options() -> Options {
@@ -41,6 +48,8 @@ fn options() -> Options {
         max_seconds: 30.0,
         stream: false,
         expect: None,
+        messages: false,
+        responses: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -53,6 +62,8 @@ fn options() -> Options {
             "--max-seconds" => o.max_seconds = value().parse().unwrap(),
             "--stream" => o.stream = true,
             "--expect" => o.expect = Some(value()),
+            "--messages" => o.messages = true,
+            "--responses" => o.responses = true,
             other => panic!("unknown argument {other}"),
         }
     }
@@ -68,6 +79,12 @@ fn options() -> Options {
 }
 
 fn body(o: &Options) -> Bytes {
+    if o.messages {
+        return messages_body(o);
+    }
+    if o.responses {
+        return responses_body(o);
+    }
     let body = serde_json::json!({
         "model": o.model,
         "stream": o.stream,
@@ -88,6 +105,54 @@ fn body(o: &Options) -> Bytes {
                     },
                     "required": ["city"]
                 }
+            }
+        }]
+    });
+    Bytes::from(body.to_string())
+}
+
+/// The same request as a Messages API body.
+fn messages_body(o: &Options) -> Bytes {
+    let body = serde_json::json!({
+        "model": o.model,
+        "max_tokens": 1024,
+        "stream": o.stream,
+        "system": "You are a helpful assistant.",
+        "messages": [{"role": "user", "content": "What is the weather in Paris?"}],
+        "tools": [{
+            "name": "get_weather",
+            "description": "Current weather for a city.",
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "The city name."},
+                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}
+                },
+                "required": ["city"]
+            }
+        }]
+    });
+    Bytes::from(body.to_string())
+}
+
+/// The same request as a Responses API body (stored, as clients send it by default).
+fn responses_body(o: &Options) -> Bytes {
+    let body = serde_json::json!({
+        "model": o.model,
+        "stream": o.stream,
+        "instructions": "You are a helpful assistant.",
+        "input": "What is the weather in Paris?",
+        "tools": [{
+            "type": "function",
+            "name": "get_weather",
+            "description": "Current weather for a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "The city name."},
+                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}
+                },
+                "required": ["city"]
             }
         }]
     });

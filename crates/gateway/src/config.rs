@@ -6,12 +6,15 @@
 //! listen = "127.0.0.1:8080"
 //! api_keys_env = "TOOLBRIDGE_API_KEYS"   # comma-separated keys; unset = no auth, loopback only
 //! rate_limit_per_minute = 600            # per key (per client IP without auth); 0 = off
+//! allowed_origins = []                   # browser origins let in when no keys are set
+//! model_map = { "claude-*" = "local" }   # requested names (exact or glob) → configured models
 //! ```
 
-use std::net::SocketAddr;
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::error::GatewayError;
 
@@ -19,7 +22,9 @@ use crate::error::GatewayError;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerConfig {
-    /// The address to listen on. Without API keys only a loopback address is accepted.
+    /// The address to listen on, `HOST:PORT` (`localhost:8080` is 127.0.0.1:8080; other host
+    /// names are resolved). Without API keys only a loopback address is accepted.
+    #[serde(deserialize_with = "listen_from_text")]
     pub listen: SocketAddr,
     /// The environment variable holding the accepted bearer keys, comma-separated. When it is
     /// unset or empty, requests need no key, and the gateway refuses to listen anywhere but on a
@@ -55,10 +60,28 @@ pub struct ServerConfig {
     pub shutdown_grace_secs: f64,
     /// Whether `GET /metrics` needs a key too (when keys are configured).
     pub metrics_require_auth: bool,
+    /// Without API keys: the browser origins (`scheme://host[:port]`) whose requests are let in;
+    /// a request from any other `Origin` gets 403 (a web page must not drive a keyless gateway).
+    /// Empty by default. With keys the key decides and `Origin` is not checked.
+    pub allowed_origins: Vec<String>,
     /// Threads serving requests in `toolbridge serve`; 0 means one per CPU core. One thread
     /// spends about a third less CPU per request at low load (no hand-offs between threads);
     /// more threads are for loads beyond one core (several thousand requests a second).
     pub worker_threads: usize,
+    /// Requested model names (exact, or globs with `*` and `?`) mapped to configured models, so
+    /// clients that send their own ids (Claude Code's `claude-…`) reach a configured model. A
+    /// configured name always wins; then an exact key; then the longest matching glob.
+    pub model_map: BTreeMap<String, String>,
+    /// `[server.responses]`: the Responses API's options.
+    pub responses: crate::responses::ResponsesConfig,
+    /// `[server.state]`: where responses, conversations, paused runs and files are stored.
+    pub state: crate::responses::StateConfig,
+    /// `[[server.keys]]`: keys of named users, besides the ones in `api_keys_env` (which act
+    /// for users named after a digest of the key).
+    pub keys: Vec<crate::auth::KeyEntry>,
+    /// `[[server.agents]]`: agents served as Chat Completions models (the server-side loop
+    /// for chat-only clients).
+    pub agents: Vec<crate::responses::AgentModel>,
 }
 
 impl Default for ServerConfig {
@@ -79,7 +102,13 @@ impl Default for ServerConfig {
             malformed_retries: 2,
             shutdown_grace_secs: 30.0,
             metrics_require_auth: true,
+            allowed_origins: Vec::new(),
             worker_threads: 0,
+            model_map: BTreeMap::new(),
+            responses: crate::responses::ResponsesConfig::default(),
+            state: crate::responses::StateConfig::default(),
+            agents: Vec::new(),
+            keys: Vec::new(),
         }
     }
 }
@@ -98,6 +127,62 @@ pub(crate) struct Limits {
     pub malformed_retries: u32,
     pub shutdown_grace: Duration,
     pub metrics_require_auth: bool,
+    /// Normalized: lower case, no trailing `/`.
+    pub allowed_origins: Vec<String>,
+}
+
+/// Parses a listen address: `IP:PORT`, `[IPv6]:PORT`, or `HOST:PORT` with a host name
+/// (`localhost` is 127.0.0.1; other names are resolved, IPv4 preferred).
+pub fn parse_listen(text: &str) -> Result<SocketAddr, GatewayError> {
+    let text = text.trim();
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let bad = |why: &str| {
+        GatewayError::Config(format!(
+            "cannot listen on `{text}`: {why} (expected HOST:PORT, e.g. 127.0.0.1:8080 or localhost:8080)"
+        ))
+    };
+    let (host, port) = text.rsplit_once(':').ok_or_else(|| bad("no port"))?;
+    let port: u16 = port.parse().map_err(|_| bad("the port is not a number"))?;
+    if host.is_empty() {
+        return Err(bad("no host"));
+    }
+    if host.eq_ignore_ascii_case("localhost") || host.eq_ignore_ascii_case("localhost.") {
+        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
+    }
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| bad(&format!("the host name does not resolve ({e})")))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or_else(|| addrs.first())
+        .copied()
+        .ok_or_else(|| bad("the host name resolves to no address"))
+}
+
+fn listen_from_text<'de, D: Deserializer<'de>>(d: D) -> Result<SocketAddr, D::Error> {
+    let text = String::deserialize(d)?;
+    parse_listen(&text).map_err(serde::de::Error::custom)
+}
+
+fn origins(list: &[String]) -> Result<Vec<String>, GatewayError> {
+    list.iter()
+        .map(|o| {
+            let origin = o.trim().trim_end_matches('/').to_ascii_lowercase();
+            let rest = origin
+                .strip_prefix("http://")
+                .or_else(|| origin.strip_prefix("https://"));
+            match rest {
+                Some(host) if !host.is_empty() && !host.contains('/') => Ok(origin),
+                _ => Err(GatewayError::Config(format!(
+                    "server.allowed_origins: `{o}` is not an origin (expected scheme://host[:port], e.g. http://localhost:3000)"
+                ))),
+            }
+        })
+        .collect()
 }
 
 fn secs(value: f64, name: &str) -> Result<Duration, GatewayError> {
@@ -135,6 +220,7 @@ impl ServerConfig {
             malformed_retries: self.malformed_retries,
             shutdown_grace: secs(self.shutdown_grace_secs, "shutdown_grace_secs")?,
             metrics_require_auth: self.metrics_require_auth,
+            allowed_origins: origins(&self.allowed_origins)?,
         })
     }
 }
@@ -164,5 +250,31 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("server.request_timeout_secs"));
+    }
+
+    #[test]
+    fn listen_takes_host_names() {
+        let c: ServerConfig = serde_json::from_str(r#"{"listen": "localhost:8082"}"#).unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:8082");
+        assert_eq!(
+            parse_listen("LOCALHOST:1").unwrap().to_string(),
+            "127.0.0.1:1"
+        );
+        assert_eq!(parse_listen("[::1]:9").unwrap().to_string(), "[::1]:9");
+        assert!(parse_listen("localhost").is_err());
+        assert!(parse_listen("localhost:http").is_err());
+        let bad = ServerConfig {
+            allowed_origins: vec!["http://a.example/path".into()],
+            ..ServerConfig::default()
+        };
+        assert!(bad.limits().is_err());
+        let good = ServerConfig {
+            allowed_origins: vec!["HTTP://App.Example:3000/".into()],
+            ..ServerConfig::default()
+        };
+        assert_eq!(
+            good.limits().unwrap().allowed_origins,
+            ["http://app.example:3000"]
+        );
     }
 }

@@ -40,7 +40,7 @@ pub struct ApiError {
     pub message: Cow<'static, str>,
     /// OpenAI's `type`: `invalid_request_error`, `authentication_error`, …
     pub kind: &'static str,
-    pub param: Option<&'static str>,
+    pub param: Option<Cow<'static, str>>,
     pub code: Option<Cow<'static, str>>,
     /// Seconds for a `Retry-After` header.
     pub retry_after: Option<u64>,
@@ -84,8 +84,8 @@ impl ApiError {
         self
     }
 
-    fn with_param(mut self, param: &'static str) -> Self {
-        self.param = Some(param);
+    fn with_param(mut self, param: impl Into<Cow<'static, str>>) -> Self {
+        self.param = Some(param.into());
         self
     }
 
@@ -93,7 +93,10 @@ impl ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, "invalid_request_error", message)
     }
 
-    pub fn bad_param(param: &'static str, message: impl Into<Cow<'static, str>>) -> Self {
+    pub fn bad_param(
+        param: impl Into<Cow<'static, str>>,
+        message: impl Into<Cow<'static, str>>,
+    ) -> Self {
         ApiError::bad_request(message).with_param(param)
     }
 
@@ -101,7 +104,7 @@ impl ApiError {
         ApiError::new(
             StatusCode::UNAUTHORIZED,
             "invalid_request_error",
-            "You didn't provide an API key. Send it as `Authorization: Bearer KEY`.",
+            "You didn't provide an API key. Send it as `Authorization: Bearer KEY` or `x-api-key: KEY`.",
         )
         .with_code("missing_api_key")
     }
@@ -129,6 +132,53 @@ impl ApiError {
         .with_code("model_not_found")
     }
 
+    /// A configured model whose upstream could not be set up (a missing API key): the reason is
+    /// in the operator's log, the client is told only that the gateway is not set up for it.
+    pub fn model_unavailable(model: &str) -> Self {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "server_error",
+            format!(
+                "The model `{}` is configured on this gateway but not available: its upstream \
+                 could not be set up (the gateway's log says why).",
+                echo(model)
+            ),
+        )
+        .with_param("model")
+        .with_code("model_unavailable")
+    }
+
+    /// `Content-Type` of a POST body other than `application/json`.
+    pub fn unsupported_media_type() -> Self {
+        ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "invalid_request_error",
+            "The request body must be JSON, sent with `Content-Type: application/json`.",
+        )
+        .with_code("unsupported_media_type")
+    }
+
+    /// A browser request from an origin not in `server.allowed_origins` (the gateway runs
+    /// without keys).
+    pub fn origin_not_allowed() -> Self {
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            "invalid_request_error",
+            "Requests from this origin are not allowed (see server.allowed_origins).",
+        )
+        .with_code("origin_not_allowed")
+    }
+
+    /// A `Host` other than a loopback name on a gateway without keys (DNS rebinding).
+    pub fn host_not_allowed() -> Self {
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            "invalid_request_error",
+            "This gateway answers only requests addressed to localhost, 127.0.0.1 or [::1].",
+        )
+        .with_code("host_not_allowed")
+    }
+
     pub fn not_found() -> Self {
         ApiError::new(
             StatusCode::NOT_FOUND,
@@ -145,6 +195,61 @@ impl ApiError {
             "Method not allowed for this endpoint.",
         )
         .with_code("method_not_allowed")
+    }
+
+    /// A stored object (response, file, conversation) this key cannot see: 404 whether it
+    /// exists for another key or not (SECURITY.md §5: no existence oracle).
+    pub fn no_such(kind: &str, id: &str, param: Option<&'static str>) -> Self {
+        let e = ApiError::new(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            format!("No {kind} with id '{}' was found.", echo(id)),
+        )
+        .with_code("not_found");
+        match param {
+            Some(p) => e.with_param(p),
+            None => e,
+        }
+    }
+
+    /// More runs of one user at once than `[server.responses] max_concurrent_per_user`.
+    pub fn too_many_runs(max: usize) -> Self {
+        ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_error",
+            format!("Too many responses are running for this key at once (at most {max}); wait for one to finish."),
+        )
+        .with_code("too_many_concurrent_responses")
+    }
+
+    /// A failure of the server's own (the detail goes to the log).
+    pub fn internal() -> Self {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "server_error",
+            "The server had an error while processing your request. The server log has the details.",
+        )
+        .with_code("server_error")
+    }
+
+    /// A server-side run whose model request failed (the detail goes to the log).
+    pub fn run_failed() -> Self {
+        ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            "upstream_error",
+            "The model request failed. The server log has the details.",
+        )
+        .with_code("upstream_error")
+    }
+
+    /// The state store failed (the detail goes to the log).
+    pub fn state_unavailable() -> Self {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "server_error",
+            "The server's state store is not available; try again later.",
+        )
+        .with_code("state_unavailable")
     }
 
     pub fn too_large(limit: usize) -> Self {
@@ -226,7 +331,7 @@ impl ApiError {
             error: Detail {
                 message: &self.message,
                 kind: self.kind,
-                param: self.param,
+                param: self.param.as_deref(),
                 code: self.code.as_deref(),
             },
         };
@@ -249,6 +354,9 @@ impl IntoResponse for ApiError {
         if let Some(secs) = self.retry_after {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
+        // The error travels with its response, so a wire with another error shape (the
+        // Messages API) can render the same error its own way.
+        response.extensions_mut().insert(self);
         response
     }
 }

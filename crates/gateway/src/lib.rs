@@ -1,12 +1,15 @@
 //! # toolbridge-gateway
 //!
-//! An OpenAI-compatible HTTP server in front of the configured models: `POST
-//! /v1/chat/completions` (streaming and not), `GET /v1/models`, `GET /healthz` and `GET
-//! /metrics`. A client's `tools` work against any upstream, whatever its tool mode; answers carry
-//! `tool_calls`, `finish_reason` and `usage` in OpenAI's exact wire form.
+//! An OpenAI- and Anthropic-compatible HTTP server in front of the configured models: `POST
+//! /v1/chat/completions` and `POST /v1/messages` (streaming and not), `POST
+//! /v1/messages/count_tokens`, `GET /v1/models`, `GET /v1/models/{id}`, `GET /healthz` and `GET
+//! /metrics`, and a web chat page at `GET /ui`. A client's `tools` work against any upstream,
+//! whatever its tool mode; answers carry `tool_calls`, `finish_reason` and `usage` in OpenAI's
+//! exact wire form.
 //!
 //! The gateway holds no parsing logic: request JSON → [`ChatRequest`] → the [`Model`] named by
-//! `model` → [`Model::stream`] → [`ModelEvent`]s → OpenAI chunks or one completion. Tool modes,
+//! `model` → [`Model::stream`] → [`ModelEvent`]s → OpenAI chunks or one completion (or, for
+//! `/v1/messages`, Anthropic's events or one message: a second codec over the same core). Tool modes,
 //! fallback arms, the streaming parser and upstream retries all live below it.
 //!
 //! ```no_run
@@ -24,19 +27,25 @@
 //! [`ChatRequest`]: toolbridge_protocol::types::ChatRequest
 //! [`ModelEvent`]: toolbridge_protocol::decode::ModelEvent
 
+mod access;
 mod auth;
+mod browser;
 mod chunks;
 mod completion;
 mod config;
 mod depth;
 mod error;
+mod messages;
 mod metrics;
+mod model_map;
 mod rate;
 mod request;
+mod responses;
 mod routes;
 mod server;
 mod state;
 mod stream;
+mod ui;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -49,10 +58,13 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use toolbridge_providers::config::Env;
 use toolbridge_providers::Model;
+use toolbridge_runtime::{Runtime, ServedModels};
 
-pub use config::ServerConfig;
+pub use auth::KeyEntry;
+pub use config::{parse_listen, ServerConfig};
 pub use error::{ApiError, GatewayError};
 pub use metrics::Metrics;
+pub use responses::{AgentModel, ResponsesConfig, StateConfig, UnavailableTools};
 
 use auth::Keys;
 use config::Limits;
@@ -74,7 +86,8 @@ impl Gateway {
         env: &dyn Env,
     ) -> Result<Gateway, GatewayError> {
         let limits: Limits = config.limits()?;
-        let keys = Keys::from_env_value(&config.api_keys_env, env.var(&config.api_keys_env))?;
+        let keys = Keys::from_env_value(&config.api_keys_env, env.var(&config.api_keys_env))?
+            .with_named(&config.keys, &|name| env.var(name))?;
         let mut names = Vec::with_capacity(models.len());
         let mut by_name = HashMap::with_capacity(models.len());
         for model in models {
@@ -92,18 +105,106 @@ impl Gateway {
                 )));
             }
         }
+        // Agents served as models are listed with them.
+        names.extend(config.agents.iter().map(|a| a.name.clone()));
         let state = AppState {
             models: by_name,
+            unavailable: HashMap::new(),
             models_body: models_body(&names),
+            anthropic_models_body: anthropic_models_body(&names),
             keys,
             limiter: RateLimiter::new(config.rate_limit_per_minute, config.rate_limit_burst),
             metrics: metrics::Metrics::default(),
             limits,
+            runtime: None,
+            model_map: model_map::ModelMap::new(&config.model_map)?,
+            agents: config.agents.clone(),
+            responses: Arc::new(responses::service::Service::new(
+                config.responses.clone(),
+                config.state.clone(),
+                config.listen.port(),
+            )),
         };
         Ok(Gateway {
             state: Arc::new(state),
             listen: config.listen,
         })
+    }
+
+    /// The gateway of a composition root: the models it built for serving
+    /// ([`Runtime::served_models`], whose unavailable models get 503), and the root itself, kept
+    /// for what is built per request.
+    pub fn from_runtime(
+        config: ServerConfig,
+        runtime: Arc<Runtime>,
+        served: ServedModels,
+        env: &dyn Env,
+    ) -> Result<Gateway, GatewayError> {
+        let mut gateway =
+            Gateway::new(config, served.models, env)?.with_unavailable(served.unavailable)?;
+        let state = Arc::get_mut(&mut gateway.state).ok_or_else(|| {
+            GatewayError::Config("the runtime can only be set before serving".into())
+        })?;
+        state.runtime = Some(runtime);
+        Ok(gateway)
+    }
+
+    /// Keeps the Responses API's state in `store` instead of the one `[server.state]`
+    /// configures (an embedder's own, or an in-process one in tests).
+    pub fn with_store(
+        self,
+        store: Arc<dyn toolbridge_state::Store>,
+    ) -> Result<Gateway, GatewayError> {
+        if !self.state.responses.set_store(store) {
+            return Err(GatewayError::Config(
+                "the state store is already open".into(),
+            ));
+        }
+        Ok(self)
+    }
+
+    /// Opens the Responses API's state store now (a bad `[server.state]` stops the server at
+    /// start), marks the responses this instance left running as failed, and starts the
+    /// store's upkeep (heartbeats, retention). Without it the store opens on first use.
+    pub async fn open_state(&self) -> Result<(), GatewayError> {
+        self.state
+            .responses
+            .start()
+            .await
+            .map_err(|e| GatewayError::Config(format!("server.state: {e}")))
+    }
+
+    /// The composition root of [`Gateway::from_runtime`].
+    pub fn runtime(&self) -> Option<&Arc<Runtime>> {
+        self.state.runtime.as_ref()
+    }
+
+    /// Adds configured models that could not be set up (`(name, reason)`, e.g. a missing API
+    /// key): the gateway still starts, and requests for them get 503 `model_unavailable` (the
+    /// reason goes to the log) until the configuration is fixed. They are not listed.
+    pub fn with_unavailable(
+        mut self,
+        models: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Gateway, GatewayError> {
+        let state = Arc::get_mut(&mut self.state).ok_or_else(|| {
+            GatewayError::Config("models can only be added before serving".into())
+        })?;
+        for (name, reason) in models {
+            if state.models.contains_key(&name) || state.unavailable.contains_key(&name) {
+                return Err(GatewayError::Config(format!(
+                    "two models are named `{name}`"
+                )));
+            }
+            state.unavailable.insert(name, reason);
+        }
+        Ok(self)
+    }
+
+    /// The names of configured models that could not be set up, sorted.
+    pub fn unavailable_model_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.state.unavailable.keys().cloned().collect();
+        names.sort();
+        names
     }
 
     /// The configured listen address.
@@ -128,8 +229,34 @@ impl Gateway {
         &self.state.metrics
     }
 
-    /// Without keys the gateway may only be reachable from this machine.
+    /// Without keys the gateway may only be reachable from this machine; every
+    /// `server.model_map` target must be a configured model.
     fn check_exposure(&self, addr: SocketAddr) -> Result<(), GatewayError> {
+        for agent in &self.state.agents {
+            if self.state.models.contains_key(&agent.name) {
+                return Err(GatewayError::Config(format!(
+                    "server.agents: `{}` is also the name of a configured model",
+                    agent.name
+                )));
+            }
+            if !self.state.models.contains_key(&agent.model)
+                && !self.state.unavailable.contains_key(&agent.model)
+            {
+                return Err(GatewayError::Config(format!(
+                    "server.agents: `{}` uses `{}`, which is not a configured model",
+                    agent.name, agent.model
+                )));
+            }
+        }
+        for (pattern, target) in self.state.model_map.targets() {
+            if !self.state.models.contains_key(target)
+                && !self.state.unavailable.contains_key(target)
+            {
+                return Err(GatewayError::Config(format!(
+                    "server.model_map: `{pattern}` maps to `{target}`, which is not a configured model"
+                )));
+            }
+        }
         if self.state.keys.is_empty() && !addr.ip().to_canonical().is_loopback() {
             return Err(GatewayError::NoKeysOnPublicAddress(addr));
         }
@@ -180,15 +307,35 @@ impl Gateway {
     }
 }
 
+/// One model as `GET /v1/models` lists it and `GET /v1/models/{id}` returns it.
+fn model_object(name: &str) -> serde_json::Value {
+    serde_json::json!({"id": name, "object": "model", "created": 0, "owned_by": "toolbridge"})
+}
+
 /// The `GET /v1/models` body.
 fn models_body(names: &[String]) -> Bytes {
+    let data: Vec<serde_json::Value> = names.iter().map(|name| model_object(name)).collect();
+    let body = serde_json::json!({"object": "list", "data": data});
+    Bytes::from(body.to_string())
+}
+
+/// One model as the Anthropic API lists it (`created_at` is not known: the epoch).
+fn anthropic_model_object(name: &str) -> serde_json::Value {
+    serde_json::json!({"type": "model", "id": name, "display_name": name, "created_at": "1970-01-01T00:00:00Z"})
+}
+
+/// The `GET /v1/models` body for Anthropic clients: one page holding every model.
+fn anthropic_models_body(names: &[String]) -> Bytes {
     let data: Vec<serde_json::Value> = names
         .iter()
-        .map(|name| {
-            serde_json::json!({"id": name, "object": "model", "created": 0, "owned_by": "toolbridge"})
-        })
+        .map(|name| anthropic_model_object(name))
         .collect();
-    let body = serde_json::json!({"object": "list", "data": data});
+    let body = serde_json::json!({
+        "data": data,
+        "has_more": false,
+        "first_id": names.first(),
+        "last_id": names.last(),
+    });
     Bytes::from(body.to_string())
 }
 

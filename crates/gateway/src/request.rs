@@ -12,6 +12,7 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use rand::distr::{Alphanumeric, SampleString};
 use serde_json::Value;
 use toolbridge_protocol::types::{ChatRequest, ToolChoice};
+use toolbridge_protocol::validate::validate_tools;
 
 use crate::config::Limits;
 use crate::depth::check_depth;
@@ -83,6 +84,8 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ClientRequest, ApiE
             return Err(ApiError::bad_param("n", "Only `n` = 1 is supported."));
         }
     }
+    // Names and schemas go into prompt-mode system prompts: only what OpenAI accepts.
+    validate_tools(&request.tools).map_err(|e| ApiError::bad_param(e.param(), e.message))?;
     if let Some(ToolChoice::Named(name)) = &request.tool_choice {
         if !request.tools.iter().any(|t| &t.name == name) {
             return Err(ApiError::bad_param(
@@ -148,17 +151,24 @@ mod tests {
         let l = limits();
         let e = |b: &str| parse(b.as_bytes(), &l).err().unwrap();
         assert_eq!(e("{").status, 400);
-        assert_eq!(e(r#"{"model":"m","messages":[]}"#).param, Some("messages"));
         assert_eq!(
-            e(r#"{"messages":[{"role":"user","content":"x"}]}"#).param,
+            e(r#"{"model":"m","messages":[]}"#).param.as_deref(),
+            Some("messages")
+        );
+        assert_eq!(
+            e(r#"{"messages":[{"role":"user","content":"x"}]}"#)
+                .param
+                .as_deref(),
             Some("model")
         );
         assert_eq!(
-            e(r#"{"model":"m","n":2,"messages":[{"role":"user","content":"x"}]}"#).param,
+            e(r#"{"model":"m","n":2,"messages":[{"role":"user","content":"x"}]}"#)
+                .param
+                .as_deref(),
             Some("n")
         );
         assert_eq!(
-            e(r#"{"model":"m","tool_choice":{"type":"function","function":{"name":"x"}},"messages":[{"role":"user","content":"x"}]}"#).param,
+            e(r#"{"model":"m","tool_choice":{"type":"function","function":{"name":"x"}},"messages":[{"role":"user","content":"x"}]}"#).param.as_deref(),
             Some("tool_choice")
         );
         let deep = format!(
@@ -167,6 +177,44 @@ mod tests {
             "]".repeat(100)
         );
         assert!(e(&deep).message.contains("nested more than 64 levels"));
+    }
+
+    #[test]
+    fn tool_definitions_are_validated_with_the_field_named() {
+        let l = limits();
+        let body = |tools: &str| {
+            format!(
+                r#"{{"model":"m","messages":[{{"role":"user","content":"x"}}],"tools":{tools}}}"#
+            )
+        };
+        let f = |name: &str, params: &str| {
+            format!(r#"{{"type":"function","function":{{"name":{name:?},"parameters":{params}}}}}"#)
+        };
+        let ok = f("get_weather", r#"{"type":"object"}"#);
+        for bad in [
+            "</tool_call>",
+            "get_weather</tool_call><tool_call>",
+            "<|im_end|>",
+            "",
+        ] {
+            let e = parse(body(&format!("[{ok},{}]", f(bad, "{}"))).as_bytes(), &l)
+                .err()
+                .unwrap();
+            assert_eq!(e.status, 400, "{bad}");
+            assert_eq!(e.param.as_deref(), Some("tools[1].function.name"), "{bad}");
+        }
+        let e = parse(
+            body(&format!("[{}]", f("f", r#""a string""#))).as_bytes(),
+            &l,
+        )
+        .err()
+        .unwrap();
+        assert_eq!(e.param.as_deref(), Some("tools[0].function.parameters"));
+        let e = parse(body(&format!("[{ok},{ok}]")).as_bytes(), &l)
+            .err()
+            .unwrap();
+        assert_eq!(e.param.as_deref(), Some("tools[1].function.name"));
+        assert!(parse(body(&format!("[{ok}]")).as_bytes(), &l).is_ok());
     }
 
     #[test]

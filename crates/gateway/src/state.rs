@@ -1,22 +1,57 @@
 //! What every request handler shares.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use toolbridge_providers::Model;
+use toolbridge_runtime::Runtime;
 
 use crate::auth::Keys;
 use crate::config::Limits;
 use crate::metrics::Metrics;
+use crate::model_map::ModelMap;
 use crate::rate::RateLimiter;
 
 pub(crate) struct AppState {
     /// The configured models by the name clients send as `model`.
     pub models: HashMap<String, Model>,
+    /// Configured models that could not be set up (a missing API key), with the reason for the
+    /// log: requests for them get 503 until the configuration is fixed.
+    pub unavailable: HashMap<String, String>,
     /// The `GET /v1/models` body, rendered once: the list never changes while serving.
     pub models_body: Bytes,
+    /// The same list in the Anthropic API's shape.
+    pub anthropic_models_body: Bytes,
     pub keys: Keys,
     pub limiter: Option<RateLimiter>,
     pub metrics: Metrics,
     pub limits: Limits,
+    /// The composition root the models came from, when the gateway was made from one (the
+    /// way to build an agent per request).
+    pub runtime: Option<Arc<Runtime>>,
+    /// `server.model_map`.
+    pub model_map: ModelMap,
+    /// `[[server.agents]]`: agents served as Chat Completions models.
+    pub agents: Vec<crate::responses::AgentModel>,
+    /// The Responses API's store, options and running responses.
+    pub responses: Arc<crate::responses::service::Service>,
+}
+
+impl AppState {
+    /// The model a request names: a configured name, else what `server.model_map` maps it to.
+    pub fn model(&self, requested: &str) -> Option<&Model> {
+        self.models
+            .get(requested)
+            .or_else(|| self.models.get(self.model_map.target(requested)?))
+    }
+
+    /// The configured name a request's model resolves to (for the not-found and unavailable
+    /// answers).
+    pub fn resolved_name<'a>(&'a self, requested: &'a str) -> &'a str {
+        if self.models.contains_key(requested) {
+            return requested;
+        }
+        self.model_map.target(requested).unwrap_or(requested)
+    }
 }

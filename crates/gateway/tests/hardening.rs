@@ -191,6 +191,7 @@ async fn deep_json_gets_400_in_openai_shape() {
 
     let broken = http()
         .post(format!("{}/chat/completions", gw.base_url()))
+        .header("content-type", "application/json")
         .body("{\"model\": ")
         .send()
         .await
@@ -204,7 +205,7 @@ async fn huge_headers_get_431() {
     let gw = start(server_config(), vec![]).await;
     let mut s = TcpStream::connect(gw.addr()).await.unwrap();
     let req = format!(
-        "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: {}\r\n\r\n",
         "a".repeat(100_000)
     );
     // The server may close before reading everything; a write error is fine.
@@ -230,7 +231,7 @@ async fn silent_and_half_sent_connections_are_closed_after_the_header_timeout() 
 
     let started = Instant::now();
     let mut half = TcpStream::connect(gw.addr()).await.unwrap();
-    half.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-")
+    half.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-")
         .await
         .unwrap();
     let (_, closed) = read_all(&mut half, Duration::from_secs(3)).await;
@@ -239,7 +240,7 @@ async fn silent_and_half_sent_connections_are_closed_after_the_header_timeout() 
 
     // A kept-alive connection that goes quiet after its response is closed the same way.
     let mut idle = TcpStream::connect(gw.addr()).await.unwrap();
-    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         .await
         .unwrap();
     let (text, closed) = read_all(&mut idle, Duration::from_secs(3)).await;
@@ -255,7 +256,7 @@ async fn a_slow_body_gets_408() {
     let up = TestUpstream::start().await.unwrap();
     let gw = start(config, vec![single("local", &up, "prompt")]).await;
     let mut s = TcpStream::connect(gw.addr()).await.unwrap();
-    s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"model\":")
+    s.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"model\":")
         .await
         .unwrap();
     let (text, _) = read_all(&mut s, Duration::from_secs(3)).await;
@@ -270,7 +271,7 @@ async fn connections_past_the_cap_wait() {
         ..server_config()
     };
     let gw = start(config, vec![]).await;
-    let get = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    let get = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
     let mut first = TcpStream::connect(gw.addr()).await.unwrap();
     first.write_all(get).await.unwrap();
     let mut buf = [0u8; 1024];
@@ -543,6 +544,7 @@ async fn cors_is_off() {
         !h.keys().any(|k| k.as_str().starts_with("access-control-"))
     };
     assert!(no_cors(preflight.headers()));
+    // Without keys a foreign origin is refused outright (issue 13 item 3) …
     let res = client
         .post(&url)
         .header("origin", "https://evil.example")
@@ -550,8 +552,124 @@ async fn cors_is_off() {
         .send()
         .await
         .unwrap();
+    assert_eq!(res.status(), 403);
+    assert!(no_cors(res.headers()));
+    // … and an allowed one is served, still without CORS headers.
+    let gw = start(
+        ServerConfig {
+            allowed_origins: vec!["https://app.example".into()],
+            ..server_config()
+        },
+        vec![single("local", &up, "prompt")],
+    )
+    .await;
+    let res = client
+        .post(format!("{}/chat/completions", gw.base_url()))
+        .header("origin", "https://app.example")
+        .json(&tool_request("local", false))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), 200);
     assert!(no_cors(res.headers()));
+}
+
+/// Issue 13 item 3: the preconditions of CSRF and DNS rebinding against a keyless gateway.
+#[tokio::test]
+async fn a_keyless_gateway_refuses_foreign_origins_and_hosts_and_non_json_bodies() {
+    let up = TestUpstream::start().await.unwrap();
+    up.set_default(Some(Reply::text("hi").into()));
+    let gw = start(server_config(), vec![single("local", &up, "prompt")]).await;
+    let client = http();
+    let url = format!("{}/chat/completions", gw.base_url());
+    let body = serde_json::to_string(&tool_request("local", false)).unwrap();
+
+    // A "simple" cross-origin request: text/plain needs no preflight.
+    let res = client
+        .post(&url)
+        .header("origin", "http://attacker.example")
+        .header("content-type", "text/plain")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    assert_eq!(
+        error_of(res).await.error.code,
+        Some(json!("origin_not_allowed"))
+    );
+    // The same body as text/plain without Origin: 415.
+    let res = client
+        .post(&url)
+        .header("content-type", "text/plain")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 415);
+    assert_eq!(
+        error_of(res).await.error.code,
+        Some(json!("unsupported_media_type"))
+    );
+    let res = client.post(&url).body(body.clone()).send().await.unwrap();
+    assert_eq!(res.status(), 415, "no Content-Type at all");
+    // DNS rebinding: the page's own host name reaches the loopback port.
+    for path in ["/v1/chat/completions", "/v1/models", "/healthz"] {
+        let res = client
+            .request(
+                if path.ends_with("completions") {
+                    reqwest::Method::POST
+                } else {
+                    reqwest::Method::GET
+                },
+                format!("http://{}{path}", gw.addr()),
+            )
+            .header("host", "attacker.example")
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 403, "{path}");
+        assert_eq!(
+            error_of(res).await.error.code,
+            Some(json!("host_not_allowed"))
+        );
+    }
+    for host in ["localhost", "127.0.0.1:8080", "[::1]:1"] {
+        let res = client
+            .post(&url)
+            .header("host", host)
+            .header("content-type", "application/json; charset=utf-8")
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{host}");
+    }
+    assert_eq!(
+        up.requests().len(),
+        3,
+        "only the loopback hosts reached the upstream"
+    );
+
+    // With keys, the key decides: any Host and Origin are served.
+    let gw = start_with_keys(
+        server_config(),
+        vec![single("local", &up, "prompt")],
+        Some(KEY_A),
+    )
+    .await;
+    let res = client
+        .post(format!("{}/chat/completions", gw.base_url()))
+        .bearer_auth(KEY_A)
+        .header("host", "gateway.example")
+        .header("origin", "https://app.example")
+        .json(&tool_request("local", false))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
 }
 
 #[tokio::test]

@@ -28,20 +28,58 @@ pub struct McpServerConfig {
     /// Values are never logged.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
-    /// Seconds to spawn/connect, initialize and list the tools (default 30).
-    #[serde(default = "default_start_timeout")]
-    pub start_timeout_secs: u64,
+    /// Seconds to spawn/connect, initialize and list the tools (also `startup_timeout_secs`).
+    /// Default: [`STDIO_START_TIMEOUT_SECS`] for stdio servers, [`HTTP_START_TIMEOUT_SECS`] for
+    /// HTTP ones (see [`McpServerConfig::start_timeout`]).
+    #[serde(default, alias = "startup_timeout_secs")]
+    pub start_timeout_secs: Option<u64>,
     /// Seconds one tool call may take (default 60; the agent's `tool_timeout_secs` applies too,
     /// the smaller wins).
     #[serde(default = "default_call_timeout")]
     pub call_timeout_secs: u64,
     #[serde(default = "default_true")]
     pub enabled: bool,
+    /// Whether the server's tools go through `[agent.approvals]` (default `annotations`).
+    #[serde(default)]
+    pub approval: McpApproval,
 }
 
-fn default_start_timeout() -> u64 {
-    30
+/// `approval` of an MCP server: which of its tools require approval (and so follow
+/// `[agent.approvals]`, whose `default` is `ask`). `per_tool` entries apply to every tool anyway.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum McpApproval {
+    /// From the server's tool annotations: a tool marked `readOnlyHint: true` runs unasked; any
+    /// other (destructive, additive, or without annotations) requires approval. Annotations are
+    /// the server's own claims: use `ask` for a server you do not trust to make them honestly.
+    #[default]
+    Annotations,
+    /// Every tool of the server requires approval, read-only or not.
+    Ask,
+    /// No tool of the server requires approval.
+    Never,
 }
+
+impl McpApproval {
+    /// Whether a tool requires approval, given whether the server annotated it read-only.
+    pub fn requires_approval(self, read_only: bool) -> bool {
+        match self {
+            McpApproval::Annotations => !read_only,
+            McpApproval::Ask => true,
+            McpApproval::Never => false,
+        }
+    }
+}
+
+/// The default start timeout of a stdio server. Generous, because the first start of a server
+/// launched through a package runner (`npx -y`, `uvx`, `bunx`, `docker run`) downloads it first —
+/// 26.5 s was measured for an `npx -y` server — while the timeout only decides when a start that
+/// hangs is given up (servers start concurrently, so one slow server does not delay the others).
+pub const STDIO_START_TIMEOUT_SECS: u64 = 120;
+
+/// The default start timeout of a streamable HTTP server: it is already running, so connecting,
+/// initializing and listing its tools is quick unless something is wrong.
+pub const HTTP_START_TIMEOUT_SECS: u64 = 30;
 
 fn default_call_timeout() -> u64 {
     60
@@ -99,7 +137,6 @@ impl McpServerConfig {
             name: name.into(),
             command: Some(command.into()),
             args,
-            start_timeout_secs: default_start_timeout(),
             call_timeout_secs: default_call_timeout(),
             enabled: true,
             ..McpServerConfig::default()
@@ -111,15 +148,20 @@ impl McpServerConfig {
         McpServerConfig {
             name: name.into(),
             url: Some(url.into()),
-            start_timeout_secs: default_start_timeout(),
             call_timeout_secs: default_call_timeout(),
             enabled: true,
             ..McpServerConfig::default()
         }
     }
 
+    /// The configured start timeout, else the default of the server's transport.
     pub fn start_timeout(&self) -> Duration {
-        Duration::from_secs(self.start_timeout_secs)
+        let default = if self.url.is_some() {
+            HTTP_START_TIMEOUT_SECS
+        } else {
+            STDIO_START_TIMEOUT_SECS
+        };
+        Duration::from_secs(self.start_timeout_secs.unwrap_or(default))
     }
 
     pub fn call_timeout(&self) -> Duration {
@@ -154,7 +196,7 @@ impl McpServerConfig {
         if !is_valid_name(&self.name) {
             return Err(ConfigError::BadName(self.name.clone()));
         }
-        if self.start_timeout_secs == 0 || self.call_timeout_secs == 0 {
+        if self.start_timeout_secs == Some(0) || self.call_timeout_secs == 0 {
             return Err(ConfigError::ZeroTimeout(self.name.clone()));
         }
         self.transport().map(|_| ())
@@ -309,9 +351,46 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(
-            (c.start_timeout_secs, c.call_timeout_secs, c.enabled),
-            (30, 60, true)
+            (c.start_timeout(), c.call_timeout_secs, c.enabled),
+            (Duration::from_secs(STDIO_START_TIMEOUT_SECS), 60, true)
         );
+        let http: McpServerConfig = serde_json::from_value(serde_json::json!({
+            "name": "web", "url": "http://127.0.0.1:1/mcp"
+        }))
+        .unwrap();
+        assert_eq!(
+            http.start_timeout(),
+            Duration::from_secs(HTTP_START_TIMEOUT_SECS)
+        );
+        for key in ["start_timeout_secs", "startup_timeout_secs"] {
+            let set: McpServerConfig = serde_json::from_value(serde_json::json!({
+                "name": "py", "command": "python3", key: 7
+            }))
+            .unwrap();
+            assert_eq!(set.start_timeout(), Duration::from_secs(7), "{key}");
+        }
+        let mut zero = McpServerConfig::stdio("z", "cmd", vec![]);
+        zero.start_timeout_secs = Some(0);
+        assert_eq!(
+            validate_all(&[zero]),
+            Err(ConfigError::ZeroTimeout("z".into()))
+        );
+        assert_eq!(c.approval, McpApproval::Annotations);
+        for (text, expected) in [
+            ("never", McpApproval::Never),
+            ("ask", McpApproval::Ask),
+            ("annotations", McpApproval::Annotations),
+        ] {
+            let c: McpServerConfig = serde_json::from_value(serde_json::json!({
+                "name": "py", "command": "python3", "approval": text
+            }))
+            .unwrap();
+            assert_eq!(c.approval, expected);
+        }
+        assert!(serde_json::from_value::<McpServerConfig>(
+            serde_json::json!({"name": "x", "command": "y", "approval": "always"})
+        )
+        .is_err());
         assert!(serde_json::from_value::<McpServerConfig>(
             serde_json::json!({"name": "x", "comand": "y"})
         )

@@ -12,8 +12,9 @@ pub mod content;
 pub mod manager;
 pub mod names;
 pub mod server;
+pub mod stderr;
 pub mod tool;
 
-pub use config::{parse_flag, ConfigError, McpServerConfig};
+pub use config::{parse_flag, ConfigError, McpApproval, McpServerConfig};
 pub use manager::{McpManager, StartFailure, Started};
 pub use tool::McpTool;

@@ -105,10 +105,14 @@ impl McpManager {
         self.servers
             .iter()
             .flat_map(|server| {
-                server
-                    .tools()
-                    .into_iter()
-                    .map(move |t| Arc::new(McpTool::new(t.spec, t.remote, Arc::clone(server))))
+                server.tools().into_iter().map(move |t| {
+                    Arc::new(McpTool::new(
+                        t.spec,
+                        t.remote,
+                        t.read_only,
+                        Arc::clone(server),
+                    ))
+                })
             })
             .collect()
     }

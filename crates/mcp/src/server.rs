@@ -20,22 +20,27 @@ use rmcp::service::{NotificationContext, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
-use tokio::io::AsyncBufReadExt;
 use toolbridge_agent::ToolError;
 use toolbridge_protocol::types::ToolSpec;
 
 use crate::config::{McpServerConfig, Transport};
 use crate::names::exposed_names;
+use crate::stderr::{self, StderrTail};
 
 /// How long shutting one server down may take (rmcp closes stdin, waits, sends SIGTERM, waits,
 /// then kills).
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// One tool of a server: the name the server knows and the spec the model sees.
+/// How long a failed start waits for the rest of the server's stderr.
+const STDERR_SETTLE: Duration = Duration::from_secs(2);
+
+/// One tool of a server: the name the server knows, the spec the model sees, and whether the
+/// server annotated it `readOnlyHint: true`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RemoteTool {
     pub remote: String,
     pub spec: ToolSpec,
+    pub read_only: bool,
 }
 
 struct Connection {
@@ -124,9 +129,21 @@ impl Server {
     async fn connect(self: &Arc<Self>) -> Result<Connection, String> {
         let started = Instant::now();
         let limit = self.config.start_timeout();
-        let connection = tokio::time::timeout(limit, self.connect_inner())
-            .await
-            .map_err(|_| format!("did not start within {} s", limit.as_secs()))??;
+        // A stdio server's last stderr lines, shown when the start fails.
+        let tail = Arc::new(StderrTail::default());
+        let connection = match tokio::time::timeout(limit, self.connect_inner(&tail)).await {
+            Ok(result) => result?,
+            Err(_) => {
+                let message = format!(
+                    "did not start within {} s (raise `start_timeout_secs` for this server if its first start downloads it)",
+                    limit.as_secs()
+                );
+                return Err(match self.config.transport() {
+                    Ok(Transport::Stdio { .. }) => tail.explain(&message),
+                    _ => message,
+                });
+            }
+        };
         tracing::info!(
             server = %self.config.name,
             elapsed_ms = started.elapsed().as_millis() as u64,
@@ -136,7 +153,7 @@ impl Server {
         Ok(connection)
     }
 
-    async fn connect_inner(self: &Arc<Self>) -> Result<Connection, String> {
+    async fn connect_inner(self: &Arc<Self>, tail: &Arc<StderrTail>) -> Result<Connection, String> {
         let handler = Handler {
             server: Arc::downgrade(self),
         };
@@ -156,13 +173,18 @@ impl Server {
                     .spawn()
                     .map_err(|e| format!("cannot run `{command}`: {e}"))?;
                 let pid = process.id();
-                if let Some(stderr) = stderr {
-                    forward_stderr(self.config.name.clone(), stderr);
-                }
-                let service = handler
-                    .serve(process)
-                    .await
-                    .map_err(|e| format!("initialization failed: {e}"))?;
+                let reader =
+                    stderr.map(|e| stderr::forward(self.config.name.clone(), e, Arc::clone(tail)));
+                let service = match handler.serve(process).await {
+                    Ok(service) => service,
+                    Err(e) => {
+                        // The server has usually exited: let its last words arrive.
+                        stderr::settle(reader, STDERR_SETTLE).await;
+                        let message = tail.explain(&format!("initialization failed: {e}"));
+                        tracing::warn!(server = %self.config.name, "{message}");
+                        return Err(message);
+                    }
+                };
                 (service, pid)
             }
             Transport::Http { url } => {
@@ -224,9 +246,15 @@ impl Server {
                     .unwrap_or_default()
                     .to_owned();
                 let schema = serde_json::Value::Object((*tool.input_schema).clone());
+                let read_only = tool
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.read_only_hint)
+                    .unwrap_or(false);
                 RemoteTool {
                     remote: tool.name.into_owned(),
                     spec: ToolSpec::new(name, description, schema),
+                    read_only,
                 }
             })
             .collect();
@@ -335,15 +363,5 @@ fn close_in_background(connection: Connection) {
             .service
             .close_with_timeout(SHUTDOWN_TIMEOUT)
             .await;
-    });
-}
-
-/// A stdio server's stderr is its log: it goes to ours at debug level, line by line.
-fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
-    tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            tracing::debug!(server = %server, "{line}");
-        }
     });
 }

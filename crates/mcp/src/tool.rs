@@ -3,9 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use serde_json::Value;
-use toolbridge_agent::{Tool, ToolContext, ToolError};
+use toolbridge_agent::{Tool, ToolContext, ToolError, ToolFuture};
 use toolbridge_protocol::types::ToolSpec;
 
 use crate::content;
@@ -18,16 +17,29 @@ const BACKSTOP: Duration = Duration::from_secs(1);
 pub struct McpTool {
     spec: ToolSpec,
     remote: String,
+    /// The server annotated the tool `readOnlyHint: true`.
+    read_only: bool,
     server: Arc<Server>,
 }
 
 impl McpTool {
-    pub(crate) fn new(spec: ToolSpec, remote: String, server: Arc<Server>) -> Self {
+    pub(crate) fn new(
+        spec: ToolSpec,
+        remote: String,
+        read_only: bool,
+        server: Arc<Server>,
+    ) -> Self {
         McpTool {
             spec,
             remote,
+            read_only,
             server,
         }
+    }
+
+    /// Whether the server annotated the tool read-only (`readOnlyHint: true`).
+    pub fn read_only(&self) -> bool {
+        self.read_only
     }
 
     /// The server this tool belongs to.
@@ -46,11 +58,7 @@ impl Tool for McpTool {
         &self.spec
     }
 
-    fn invoke(
-        &self,
-        arguments: Value,
-        context: ToolContext,
-    ) -> BoxFuture<'static, Result<String, ToolError>> {
+    fn invoke(&self, arguments: Value, context: ToolContext) -> ToolFuture {
         let server = Arc::clone(&self.server);
         let remote = self.remote.clone();
         Box::pin(async move {
@@ -77,5 +85,14 @@ impl Tool for McpTool {
 
     fn timeout(&self) -> Option<Duration> {
         Some(self.server.config().call_timeout())
+    }
+
+    /// By the server's `approval` setting: with `annotations` (the default) every tool not
+    /// annotated read-only requires approval, so a write goes through `[agent.approvals]`.
+    fn requires_approval(&self) -> bool {
+        self.server
+            .config()
+            .approval
+            .requires_approval(self.read_only)
     }
 }

@@ -187,7 +187,7 @@ async fn shutdown_leaves_no_process_behind() {
 #[tokio::test]
 async fn a_server_that_fails_to_start_is_reported_and_the_others_run() {
     let mut hangs = McpServerConfig::stdio("hangs", "sleep", vec!["30".into()]);
-    hangs.start_timeout_secs = 2;
+    hangs.start_timeout_secs = Some(2);
     let missing = McpServerConfig::stdio("missing", "/nonexistent/mcp-server", vec![]);
     let mut off = py_server("off");
     off.enabled = false;

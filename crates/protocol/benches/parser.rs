@@ -9,7 +9,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use toolbridge_protocol::parser::{ParseError, ParseOutput, Parser, ParserConfig, Sink};
+use toolbridge_protocol::parser::{ModelResponse, ParseError, Parser, ParserConfig, Sink};
 
 /// Size of the generated input, in bytes.
 const TARGET_LEN: usize = 1_000_000;
@@ -394,7 +394,7 @@ fn bench(c: &mut Criterion) {
     assert_eq!(text.len(), TARGET_LEN);
 
     // Checked once, outside the timing loops.
-    let mut out = ParseOutput::default();
+    let mut out = ModelResponse::default();
     run_chunks(&[&text], &mut out);
     assert_eq!(out.calls.len(), CALLS, "calls found");
     assert!(
@@ -413,7 +413,7 @@ fn bench(c: &mut Criterion) {
         .map(|(i, ch)| &text[i..i + ch.len_utf8()])
         .collect();
     for pieces in [&by16, &by_char] {
-        let mut o = ParseOutput::default();
+        let mut o = ModelResponse::default();
         run_chunks(pieces, &mut o);
         assert_eq!(o, out, "chunked parse differs");
     }
@@ -423,7 +423,7 @@ fn bench(c: &mut Criterion) {
         (counter.calls, counter.errors, counter.reasoning_bytes),
         (CALLS, 0, 0)
     );
-    assert_eq!(counter.text_bytes, out.visible.len());
+    assert_eq!(counter.text_bytes, out.text.len());
 
     let mut g = c.benchmark_group("parser");
     g.throughput(Throughput::Bytes(text.len() as u64));
@@ -461,7 +461,7 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("whole/collect", |b| {
         b.iter(|| {
-            let mut s = ParseOutput::default();
+            let mut s = ModelResponse::default();
             run_chunks(black_box(&whole), &mut s);
             black_box(s)
         })

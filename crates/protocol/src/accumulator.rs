@@ -5,12 +5,17 @@
 //! Servers differ: OpenAI sends `index` with every fragment and `id`/`name` only on the first; some
 //! servers omit `index`, repeat `id` on every fragment, or send each call whole in one fragment.
 //! All of these assemble to the same calls.
+//!
+//! A call is handed to the sink only once its arguments are a complete JSON object (or, for
+//! arguments that never become one, when the response ends normally), which is the guarantee
+//! the text parser gives: a call cut off by the token limit never reaches a consumer, streaming
+//! or not; it ends as a truncation error instead.
 
 use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-use crate::parser::{ErrorKind, ParseError, Sink};
+use crate::parser::{ErrorKind, ParseError, ParseProblem, Sink};
 use crate::types::ToolCall;
 
 /// One fragment of a streamed tool call, as it appears in `choices[].delta.tool_calls[]`.
@@ -42,10 +47,91 @@ struct Partial {
     id: Option<String>,
     name: String,
     arguments: String,
-    /// Our event index, once `call_start` went out.
-    started: Option<usize>,
+    /// Our event index, reserved once the name is known (so calls keep the order they began in).
+    index: Option<usize>,
+    /// Whether `call_start` went out.
+    started: bool,
     /// How much of `arguments` has been handed to the sink.
     sent: usize,
+    /// Where the arguments stand as JSON, followed fragment by fragment.
+    scan: ObjectScan,
+}
+
+/// Follows a JSON text byte by byte (each byte once, however it is fragmented) far enough to
+/// tell when an object has closed; the text is then checked once with a real parser.
+#[derive(Debug, Default)]
+struct ObjectScan {
+    state: ScanState,
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+    /// How many bytes of the arguments were scanned.
+    scanned: usize,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum ScanState {
+    /// Only blanks so far.
+    #[default]
+    Start,
+    /// Inside the top-level object.
+    Open,
+    /// The object closed and the text parsed: the arguments are complete.
+    Complete,
+    /// Not an object, or not valid JSON: never complete (the end of the response decides).
+    Never,
+}
+
+impl ObjectScan {
+    /// Scans the bytes of `text` not seen yet; true when the text is a complete JSON object.
+    fn advance(&mut self, text: &str) -> bool {
+        let bytes = text.as_bytes();
+        while self.scanned < bytes.len() {
+            let b = bytes[self.scanned];
+            self.scanned += 1;
+            match self.state {
+                ScanState::Start => match b {
+                    b' ' | b'\t' | b'\n' | b'\r' => {}
+                    b'{' => {
+                        self.state = ScanState::Open;
+                        self.depth = 1;
+                    }
+                    _ => self.state = ScanState::Never,
+                },
+                ScanState::Open if self.in_string => {
+                    if self.escaped {
+                        self.escaped = false;
+                    } else if b == b'\\' {
+                        self.escaped = true;
+                    } else if b == b'"' {
+                        self.in_string = false;
+                    }
+                }
+                ScanState::Open => match b {
+                    b'"' => self.in_string = true,
+                    b'{' | b'[' => self.depth += 1,
+                    b'}' | b']' => {
+                        self.depth = self.depth.saturating_sub(1);
+                        if self.depth == 0 {
+                            self.state = if is_json_object(&text[..self.scanned]) {
+                                ScanState::Complete
+                            } else {
+                                ScanState::Never
+                            };
+                        }
+                    }
+                    _ => {}
+                },
+                ScanState::Complete => {
+                    if !b.is_ascii_whitespace() {
+                        self.state = ScanState::Never;
+                    }
+                }
+                ScanState::Never => return false,
+            }
+        }
+        self.state == ScanState::Complete
+    }
 }
 
 /// The accumulator. Feed it fragments with [`Accumulator::push`], then [`Accumulator::finish`].
@@ -98,7 +184,7 @@ impl Accumulator {
                 call.arguments.push_str(args);
             }
         }
-        self.flush(slot, sink);
+        self.flush(slot, sink, false);
     }
 
     /// Finds the call a fragment belongs to, opening a new one when needed.
@@ -119,7 +205,7 @@ impl Accumulator {
                 .function
                 .as_ref()
                 .and_then(|f| f.name.as_ref())
-                .is_some_and(|n| c.started.is_some() && delta.id.is_none() && *n != c.name);
+                .is_some_and(|n| c.index.is_some() && delta.id.is_none() && *n != c.name);
             if !new_id && !new_name {
                 return last;
             }
@@ -129,32 +215,40 @@ impl Accumulator {
             id: None,
             name: String::new(),
             arguments: String::new(),
-            started: None,
+            index: None,
+            started: false,
             sent: 0,
+            scan: ObjectScan::default(),
         });
         self.calls.len() - 1
     }
 
-    /// Starts a call once its name is known and forwards arguments not yet sent.
-    fn flush<S: Sink + ?Sized>(&mut self, slot: usize, sink: &mut S) {
+    /// Starts a call once its name is known and its arguments are a complete JSON object (or
+    /// `force`: the response ended normally), then forwards arguments not yet sent.
+    fn flush<S: Sink + ?Sized>(&mut self, slot: usize, sink: &mut S, force: bool) {
         let call = &mut self.calls[slot];
-        if call.started.is_none() {
-            if call.name.is_empty() {
-                return;
-            }
+        if call.name.is_empty() {
+            return;
+        }
+        let index = *call.index.get_or_insert_with(|| {
             let index = self.next_event_index;
             self.next_event_index += 1;
+            index
+        });
+        if !call.started {
+            let complete = call.scan.advance(&call.arguments);
+            if !complete && !force {
+                return;
+            }
             let id = call
                 .id
                 .get_or_insert_with(|| format!("{}{index}", self.id_prefix));
             sink.call_start(index, id, &call.name);
-            call.started = Some(index);
+            call.started = true;
         }
-        if let Some(index) = call.started {
-            if call.sent < call.arguments.len() {
-                sink.call_args(index, &call.arguments[call.sent..]);
-                call.sent = call.arguments.len();
-            }
+        if call.sent < call.arguments.len() {
+            sink.call_args(index, &call.arguments[call.sent..]);
+            call.sent = call.arguments.len();
         }
     }
 
@@ -173,17 +267,23 @@ impl Accumulator {
     fn end<S: Sink + ?Sized>(mut self, sink: &mut S, cut: bool) -> Vec<ToolCall> {
         let mut out = Vec::with_capacity(self.calls.len());
         for slot in 0..self.calls.len() {
-            self.flush(slot, sink);
-            let call = &mut self.calls[slot];
-            let Some(index) = call.started else { continue };
-            if cut && !is_json_object(&call.arguments) {
+            if self.calls[slot].name.is_empty() {
+                continue;
+            }
+            if cut && !is_json_object(&self.calls[slot].arguments) {
+                let call = &mut self.calls[slot];
                 sink.error(ParseError {
                     kind: ErrorKind::Truncated,
                     raw: std::mem::take(&mut call.arguments),
-                    reason: format!("the response was cut off inside the call to {}", call.name),
+                    reason: ParseProblem::CutOff {
+                        name: call.name.clone(),
+                    },
                 });
                 continue;
             }
+            self.flush(slot, sink, true);
+            let call = &mut self.calls[slot];
+            let Some(index) = call.index else { continue };
             if call.arguments.trim().is_empty() {
                 sink.call_args(index, "{}");
                 call.arguments = "{}".to_owned();
@@ -212,7 +312,7 @@ fn is_json_object(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parser::{Event, ParseOutput};
+    use crate::parser::{ModelEvent, ModelResponse};
 
     fn d(
         index: Option<usize>,
@@ -234,7 +334,7 @@ mod tests {
     #[test]
     fn openai_style_fragments() {
         let mut acc = Accumulator::new();
-        let mut ev: Vec<Event> = Vec::new();
+        let mut ev: Vec<ModelEvent> = Vec::new();
         for delta in [
             d(Some(0), Some("call_a"), Some("f"), Some("")),
             d(Some(0), None, None, Some("{\"x\":")),
@@ -255,7 +355,7 @@ mod tests {
             }
         );
         assert_eq!(calls[1].arguments, "{}");
-        let mut out = ParseOutput::default();
+        let mut out = ModelResponse::default();
         let mut acc = Accumulator::new();
         acc.push(
             &d(Some(3), Some("z"), Some("h"), Some("{\"a\":2}")),
@@ -269,7 +369,7 @@ mod tests {
     #[test]
     fn servers_without_index() {
         let mut acc = Accumulator::new();
-        let mut out = ParseOutput::default();
+        let mut out = ModelResponse::default();
         for delta in [
             d(None, Some("1"), Some("f"), Some("{\"a\"")),
             d(None, Some("1"), None, Some(":1}")),
@@ -288,7 +388,7 @@ mod tests {
     #[test]
     fn missing_ids_are_generated_and_nameless_calls_dropped() {
         let mut acc = Accumulator::with_first_index(2);
-        let mut out = ParseOutput::default();
+        let mut out = ModelResponse::default();
         acc.push(&d(Some(0), None, Some("f"), None), &mut out);
         acc.push(&d(Some(1), None, None, Some("{}")), &mut out);
         let calls = acc.finish(&mut out);
@@ -299,7 +399,7 @@ mod tests {
     #[test]
     fn a_call_cut_by_the_token_limit_is_truncated_not_a_call() {
         let mut acc = Accumulator::new();
-        let mut out = ParseOutput::default();
+        let mut out = ModelResponse::default();
         acc.push(
             &d(Some(0), Some("a"), Some("f"), Some("{\"x\": 1}")),
             &mut out,
@@ -313,5 +413,64 @@ mod tests {
         assert_eq!(out.errors.len(), 1);
         assert_eq!(out.errors[0].kind, ErrorKind::Truncated);
         assert_eq!(out.errors[0].raw, "{\"y\": \"unfini");
+    }
+
+    #[test]
+    fn a_call_is_held_until_its_arguments_are_complete_json() {
+        // Issue 13 item 4: id/name, then `{"loc`, then the token limit.
+        let mut acc = Accumulator::new();
+        let mut ev: Vec<ModelEvent> = Vec::new();
+        acc.push(
+            &d(Some(0), Some("c1"), Some("get_weather"), Some("")),
+            &mut ev,
+        );
+        acc.push(&d(Some(0), None, None, Some("{\"loc")), &mut ev);
+        assert!(
+            ev.is_empty(),
+            "nothing of an incomplete call goes out: {ev:?}"
+        );
+        let calls = acc.finish_truncated(&mut ev);
+        assert!(calls.is_empty());
+        assert_eq!(ev.len(), 1, "{ev:?}");
+        assert!(
+            matches!(&ev[0], ModelEvent::Malformed { error: e } if e.kind == ErrorKind::Truncated)
+        );
+
+        // A complete call goes out as soon as its object closes, braces in strings included.
+        let mut acc = Accumulator::new();
+        let mut ev: Vec<ModelEvent> = Vec::new();
+        for piece in [
+            "{\"q\": \"a}",
+            "\\\"]{\", ",
+            "\"n\": [1, {\"x\": 2}",
+            "]",
+            "}",
+        ] {
+            acc.push(&d(Some(0), Some("c"), Some("f"), Some(piece)), &mut ev);
+            if piece != "}" {
+                assert!(ev.is_empty(), "held after {piece:?}: {ev:?}");
+            }
+        }
+        assert!(matches!(&ev[0], ModelEvent::CallStart { index: 0, name, .. } if name == "f"));
+        assert!(
+            matches!(&ev[1], ModelEvent::CallArgs { fragment, .. } if fragment == "{\"q\": \"a}\\\"]{\", \"n\": [1, {\"x\": 2}]}")
+        );
+        // Later calls keep their order even when an earlier one never completes.
+        acc.push(
+            &d(Some(1), Some("c2"), Some("g"), Some("not json")),
+            &mut ev,
+        );
+        acc.push(&d(Some(2), Some("c3"), Some("h"), Some("{}")), &mut ev);
+        let calls = acc.finish(&mut ev);
+        assert_eq!(
+            calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+            ["f", "g", "h"]
+        );
+        assert!(ev
+            .iter()
+            .any(|e| matches!(e, ModelEvent::CallStart { index: 2, name, .. } if name == "h")));
+        assert!(ev
+            .iter()
+            .any(|e| matches!(e, ModelEvent::CallStart { index: 1, name, .. } if name == "g")));
     }
 }

@@ -3,51 +3,13 @@
 //! prompt-mode upstream streaming `<tool_call>` text and a native upstream streaming the same call
 //! give the same events.
 
-use serde::Serialize;
-
 use crate::accumulator::{Accumulator, ToolCallDelta};
 use crate::mode::ToolMode;
 use crate::parser::{ParseError, Parser, ParserConfig, Sink};
 use crate::types::{FinishReason, Usage};
 
-/// A normalized model event.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ModelEvent {
-    /// Visible text.
-    Text {
-        text: String,
-    },
-    /// Reasoning text (`<think>` content or a server's `reasoning_content`).
-    Reasoning {
-        text: String,
-    },
-    /// A call begins (index counts calls of this response from 0).
-    CallStart {
-        index: usize,
-        id: String,
-        name: String,
-    },
-    /// A fragment of a call's arguments JSON.
-    CallArgs {
-        index: usize,
-        fragment: String,
-    },
-    CallEnd {
-        index: usize,
-    },
-    /// Text that tried to be a call and is not one (it also stays in the visible text).
-    Malformed {
-        error: ParseError,
-    },
-    Usage {
-        usage: Usage,
-    },
-    /// The last event: why the response ended.
-    Finish {
-        reason: FinishReason,
-    },
-}
+/// The normalized model event: the parser's events plus usage and the finish reason (one type).
+pub use crate::parser::ModelEvent;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Source {
@@ -85,29 +47,11 @@ impl Out<'_> {
 
 impl Sink for Out<'_> {
     fn text(&mut self, text: &str) {
-        if text.is_empty() {
-            return;
-        }
-        if let Some(ModelEvent::Text { text: last }) = self.events.last_mut() {
-            last.push_str(text);
-        } else {
-            self.events.push(ModelEvent::Text {
-                text: text.to_owned(),
-            });
-        }
+        self.events.text(text);
     }
 
     fn reasoning(&mut self, text: &str) {
-        if text.is_empty() {
-            return;
-        }
-        if let Some(ModelEvent::Reasoning { text: last }) = self.events.last_mut() {
-            last.push_str(text);
-        } else {
-            self.events.push(ModelEvent::Reasoning {
-                text: text.to_owned(),
-            });
-        }
+        self.events.reasoning(text);
     }
 
     fn call_start(&mut self, index: usize, id: &str, name: &str) {
@@ -366,5 +310,40 @@ mod tests {
             calls,
             vec![(0, "a".into(), "{}".into()), (1, "b".into(), "{}".into())]
         );
+    }
+
+    #[test]
+    fn a_native_call_cut_by_the_token_limit_never_goes_out() {
+        // Issue 13 item 4: id/name, `{"loc`, then finish_reason "length".
+        let mut d = ResponseDecoder::new(ToolMode::Native, ParserConfig::default());
+        let mut ev = Vec::new();
+        for (id, name, args) in [
+            (Some("c1"), Some("get_weather"), ""),
+            (None, None, "{\"loc"),
+        ] {
+            let delta = ToolCallDelta {
+                index: Some(0),
+                id: id.map(Into::into),
+                kind: None,
+                function: Some(FunctionDelta {
+                    name: name.map(Into::into),
+                    arguments: Some(args.into()),
+                }),
+            };
+            d.tool_call(&delta, &mut ev);
+        }
+        assert!(ev.is_empty(), "{ev:?}");
+        d.finish_reason(FinishReason::Length);
+        assert_eq!(d.finish(&mut ev), FinishReason::Length);
+        assert!(
+            !ev.iter().any(|e| matches!(
+                e,
+                ModelEvent::CallStart { .. }
+                    | ModelEvent::CallArgs { .. }
+                    | ModelEvent::CallEnd { .. }
+            )),
+            "{ev:?}"
+        );
+        assert!(ev.iter().any(|e| matches!(e, ModelEvent::Malformed { .. })));
     }
 }

@@ -6,16 +6,17 @@
 //! an async runtime; the providers, the agent and the gateway all reuse these pieces.
 //!
 //! ```
-//! use toolbridge_protocol::parser::{ParseOutput, Parser, ParserConfig};
+//! use toolbridge_protocol::parser::{Parser, ParserConfig};
+//! use toolbridge_protocol::response::ModelResponse;
 //!
 //! let mut parser = Parser::new(ParserConfig::with_tools(["get_weather"]));
-//! let mut out = ParseOutput::default();
+//! let mut out = ModelResponse::default();
 //! for chunk in ["Sure. <tool_", "call>{\"name\": \"get_weather\", \"arguments\": {}}"] {
-//!     parser.push(chunk, &mut out); // any `Sink` works; `ParseOutput` collects
+//!     parser.push(chunk, &mut out); // any `Sink` works; `ModelResponse` collects
 //! }
 //! parser.finish(&mut out);
 //! assert_eq!(out.calls[0].name, "get_weather");
-//! assert_eq!(out.visible, "Sure. ");
+//! assert_eq!(out.text, "Sure. ");
 //! ```
 
 pub mod accumulator;
@@ -23,13 +24,18 @@ pub mod decode;
 pub mod mode;
 pub mod openai;
 pub mod parser;
+pub mod response;
+pub mod retry;
 pub mod sse;
 pub mod stop;
 pub mod texts;
 pub mod types;
+pub mod validate;
+pub mod visible;
 
-pub use parser::{parse, Event, ParseOutput, Parser, ParserConfig, Sink};
-pub use texts::CallTag;
+pub use parser::{parse, ModelEvent, ParseError, ParseProblem, Parser, ParserConfig, Sink};
+pub use response::{ArmInfo, ModelResponse};
+pub use texts::{CallFormat, CallTag};
 pub use types::{
     ChatRequest, Content, FinishReason, Message, ToolCall, ToolChoice, ToolSpec, Usage,
 };

@@ -11,6 +11,8 @@ pub struct StopScanner {
     stops: Vec<String>,
     held: String,
     stopped: bool,
+    /// The stop string found, once `stopped`.
+    matched: Option<String>,
 }
 
 impl StopScanner {
@@ -28,12 +30,18 @@ impl StopScanner {
             stops,
             held: String::new(),
             stopped: false,
+            matched: None,
         }
     }
 
     /// Whether a stop string was found; everything after it is discarded.
     pub fn stopped(&self) -> bool {
         self.stopped
+    }
+
+    /// The stop string that ended the text (the earliest one found), once [`Self::stopped`].
+    pub fn matched(&self) -> Option<&str> {
+        self.matched.as_deref()
     }
 
     /// Pushes text; returns what may be emitted now.
@@ -45,13 +53,14 @@ impl StopScanner {
             return text.to_owned();
         }
         self.held.push_str(text);
-        if let Some(at) = self
+        if let Some((at, stop)) = self
             .stops
             .iter()
-            .filter_map(|s| self.held.find(s.as_str()))
-            .min()
+            .filter_map(|s| self.held.find(s.as_str()).map(|at| (at, s)))
+            .min_by_key(|(at, _)| *at)
         {
             self.stopped = true;
+            self.matched = Some(stop.clone());
             let out = self.held[..at].to_owned();
             self.held.clear();
             return out;

@@ -42,6 +42,19 @@ pub struct ChatRequest {
     pub extra: Map<String, Value>,
 }
 
+impl ChatRequest {
+    /// The most tokens the answer may have: `max_tokens`, else OpenAI's newer
+    /// `max_completion_tokens` (kept in `extra`), else `None`.
+    pub fn output_token_limit(&self) -> Option<u32> {
+        self.max_tokens.or_else(|| {
+            self.extra
+                .get("max_completion_tokens")
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+        })
+    }
+}
+
 /// A chat message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
@@ -428,6 +441,15 @@ pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub total_tokens: u64,
+}
+
+/// Usage of several requests (retries, rounds) adds up.
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.total_tokens += other.total_tokens;
+    }
 }
 
 fn string_or_seq<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {

@@ -1,14 +1,15 @@
 //! The parser corpus: model outputs with their expected result (tests/corpus/*.json, see
-//! docs/parser.md). Every case runs whole, with its own split (if any), one char at a time, one byte
+//! docs/src/parser.md). Every case runs whole, with its own split (if any), one char at a time, one byte
 //! at a time (splitting UTF-8 characters) and with pseudo-random byte splits; all must agree with the
 //! expectation.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use serde::Deserialize;
-use toolbridge_protocol::parser::{ErrorKind, ParseOutput, Parser, ParserConfig};
+use toolbridge_protocol::parser::{Dialect, ErrorKind, ModelResponse, Parser, ParserConfig};
 
 #[derive(Deserialize)]
 struct Case {
@@ -20,6 +21,19 @@ struct Case {
     chunks: Option<Vec<String>>,
     #[serde(default)]
     tools: Option<Vec<String>>,
+    /// The dialect to parse with (default `hermes`).
+    #[serde(default)]
+    dialect: Dialect,
+    /// The reply starts inside reasoning.
+    #[serde(default)]
+    reasoning_open: bool,
+    /// Parameter schemas of the declared tools (name → JSON Schema).
+    #[serde(default)]
+    schemas: HashMap<String, serde_json::Value>,
+    /// Where a case taken from a peer comes from: repository, path and test name.
+    #[serde(default)]
+    #[allow(dead_code)]
+    source: Option<String>,
     expect: Expect,
 }
 
@@ -47,7 +61,7 @@ struct Error {
     raw: String,
 }
 
-fn actual(out: &ParseOutput) -> Expect {
+fn actual(out: &ModelResponse) -> Expect {
     Expect {
         calls: out
             .calls
@@ -57,7 +71,7 @@ fn actual(out: &ParseOutput) -> Expect {
                 arguments: c.arguments.clone(),
             })
             .collect(),
-        visible: out.visible.clone(),
+        visible: out.text.clone(),
         reasoning: out.reasoning.clone(),
         errors: out
             .errors
@@ -74,8 +88,8 @@ fn actual(out: &ParseOutput) -> Expect {
     }
 }
 
-fn run_str(cfg: &ParserConfig, chunks: &[&str]) -> ParseOutput {
-    let mut out = ParseOutput::default();
+fn run_str(cfg: &ParserConfig, chunks: &[&str]) -> ModelResponse {
+    let mut out = ModelResponse::default();
     let mut p = Parser::new(cfg.clone());
     for c in chunks {
         p.push(c, &mut out);
@@ -84,8 +98,8 @@ fn run_str(cfg: &ParserConfig, chunks: &[&str]) -> ParseOutput {
     out
 }
 
-fn run_bytes(cfg: &ParserConfig, chunks: &[&[u8]]) -> ParseOutput {
-    let mut out = ParseOutput::default();
+fn run_bytes(cfg: &ParserConfig, chunks: &[&[u8]]) -> ModelResponse {
+    let mut out = ModelResponse::default();
     let mut p = Parser::new(cfg.clone());
     for c in chunks {
         p.push_bytes(c, &mut out);
@@ -139,10 +153,13 @@ fn corpus() {
     for (file, case) in &cases {
         let cfg = ParserConfig {
             tools: case.tools.clone(),
+            dialect: case.dialect,
+            reasoning_open: case.reasoning_open,
+            schemas: case.schemas.clone(),
             ..ParserConfig::default()
         };
         let text = case.text.as_str();
-        let mut runs: Vec<(String, ParseOutput)> = vec![("whole".into(), run_str(&cfg, &[text]))];
+        let mut runs: Vec<(String, ModelResponse)> = vec![("whole".into(), run_str(&cfg, &[text]))];
         if let Some(chunks) = &case.chunks {
             assert_eq!(
                 chunks.concat(),
@@ -180,6 +197,16 @@ fn corpus() {
             }
         }
     }
+    let mut per_dialect: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for (_, case) in &cases {
+        let entry = per_dialect.entry(case.dialect.name()).or_default();
+        entry.0 += 1;
+        entry.1 += usize::from(case.source.is_some());
+    }
+    // Shown with `--nocapture`: cases per dialect, and how many of them come from peers' tests.
+    for (dialect, (n, sourced)) in &per_dialect {
+        println!("corpus: {dialect}: {n} cases ({sourced} from peers' tests)");
+    }
     assert!(
         failures.is_empty(),
         "{} of {} cases failed:\n{}",
@@ -187,4 +214,8 @@ fn corpus() {
         cases.len(),
         failures.join("\n")
     );
+    for dialect in Dialect::ALL {
+        let n = per_dialect.get(dialect.name()).map_or(0, |e| e.0);
+        assert!(n >= 10, "the corpus holds only {n} cases for {dialect}");
+    }
 }

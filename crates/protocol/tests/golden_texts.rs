@@ -12,7 +12,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use toolbridge_protocol::mode::{encode, EncodeOptions, ToolMode};
-use toolbridge_protocol::texts::{self, CallTag, ToolResultText};
+use toolbridge_protocol::parser::{
+    Dialect, DialectProblem, JsonSyntax, ParseProblem, PythonicProblem,
+};
+use toolbridge_protocol::texts::{self, CallFormat, CallTag, ToolResultText};
 use toolbridge_protocol::types::{ChatRequest, Message, ToolCall, ToolChoice, ToolSpec};
 
 fn golden_dir() -> PathBuf {
@@ -234,6 +237,42 @@ fn rendered_verbatim_mode_request() {
         "verbatim_request.json",
         &serde_json::to_string_pretty(&out).unwrap(),
     );
+}
+
+/// Every dialect but hermes (whose texts are the reference protocol's, above): what prompt mode
+/// sends for the fixed request — the system prompt with the dialect's preamble, the history with
+/// the calls and results in the dialect — its stop sequences, the retry message and the verbatim
+/// nudge. One file per dialect.
+#[test]
+fn rendered_dialect_texts() {
+    for dialect in Dialect::ALL.into_iter().filter(|d| *d != Dialect::Hermes) {
+        let options = EncodeOptions {
+            dialect,
+            ..EncodeOptions::default()
+        };
+        let out = encode(&fixed_request(), ToolMode::Prompt, &options);
+        let mut s = String::new();
+        for message in &out.messages {
+            let (role, text) = match message {
+                Message::System { content, .. } => ("system", content.text()),
+                Message::User { content, .. } => ("user", content.text()),
+                Message::Assistant { content, .. } => (
+                    "assistant",
+                    content.as_ref().map(|c| c.text()).unwrap_or_default(),
+                ),
+                Message::Tool { content, .. } => ("tool", content.text()),
+            };
+            s.push_str(&format!("=== {role}\n{text}\n"));
+        }
+        s.push_str(&format!("=== stop\n{:?}\n", out.stop));
+        let format = CallFormat::from(dialect);
+        s.push_str("=== retry\n");
+        s.push_str(&format.retry_message("expected ',' or '}' after an object member"));
+        s.push_str("\n=== verbatim nudge\n");
+        s.push_str(&format.verbatim_nudge());
+        s.push('\n');
+        check_golden(&format!("dialect_{}.txt", dialect.name()), &s);
+    }
 }
 
 #[test]
@@ -497,4 +536,147 @@ fn rendered_embedded_router_texts() {
     ));
     s.push_str("\n---\n");
     check_golden("embedded_router.txt", &s);
+}
+
+/// Every parse problem's wording (the `<PARSE_ERROR>` of a retry message, the `reason` of
+/// `toolbridge parse`), and the toolbox's wording of arguments it rejects.
+#[test]
+fn rendered_parse_error_texts() {
+    let mut s = String::new();
+    for problem in [
+        JsonSyntax::ControlCharacter,
+        JsonSyntax::InvalidEscape,
+        JsonSyntax::InvalidUnicodeEscape,
+        JsonSyntax::ExpectedKey,
+        JsonSyntax::ExpectedColon,
+        JsonSyntax::ExpectedMemberEnd,
+        JsonSyntax::ExpectedElementEnd,
+        JsonSyntax::InvalidNumber,
+        JsonSyntax::InvalidLiteral,
+        JsonSyntax::TooDeep,
+        JsonSyntax::ExpectedValue,
+    ] {
+        let syntax = ParseProblem::Syntax {
+            problem,
+            position: 12,
+            found: '\n',
+        };
+        s.push_str(&syntax.to_string());
+        s.push_str("\n---\n");
+    }
+    for problem in [
+        ParseProblem::Json {
+            detail: "EOF while parsing a string".into(),
+        },
+        ParseProblem::NotAnObject,
+        ParseProblem::MissingName,
+        ParseProblem::NameNotString,
+        ParseProblem::UnknownTool {
+            name: "rm".into(),
+            declared: "get_weather, web_search".into(),
+        },
+        ParseProblem::MissingArguments,
+        ParseProblem::DuplicateField {
+            field: "name".into(),
+        },
+        ParseProblem::ArgumentsString,
+        ParseProblem::ArgumentsNotObject,
+        ParseProblem::EmptyArray,
+        ParseProblem::Dialect(DialectProblem::MissingMarker("<｜tool▁sep｜>")),
+        ParseProblem::Dialect(DialectProblem::NoCallMarker("<|tool_call_begin|>")),
+        ParseProblem::Dialect(DialectProblem::MissingArguments),
+        ParseProblem::Dialect(DialectProblem::ArgumentsNotObject),
+        ParseProblem::Dialect(DialectProblem::FunctionArgumentsNotObject),
+        ParseProblem::Dialect(DialectProblem::MistralExpectedName),
+        ParseProblem::Dialect(DialectProblem::MistralExpectedArguments),
+        ParseProblem::Dialect(DialectProblem::FunctionNameNotClosed),
+        ParseProblem::Dialect(DialectProblem::FunctionNotClosed),
+        ParseProblem::Dialect(DialectProblem::NoFunction),
+        ParseProblem::Dialect(DialectProblem::ParameterNameNotClosed),
+        ParseProblem::Dialect(DialectProblem::DuplicateParameter("city".into())),
+        ParseProblem::Dialect(DialectProblem::GlmExpectedName),
+        ParseProblem::Dialect(DialectProblem::GlmExpectedKey),
+        ParseProblem::Dialect(DialectProblem::GlmValueNotClosed),
+        ParseProblem::Dialect(DialectProblem::GlmExpectedValue),
+        ParseProblem::Dialect(DialectProblem::BadCallId("get_weather".into())),
+        ParseProblem::Pythonic {
+            problem: PythonicProblem::ExpectedChar(')'),
+            position: 7,
+        },
+        ParseProblem::Pythonic {
+            problem: PythonicProblem::EmptyList,
+            position: 1,
+        },
+        ParseProblem::Pythonic {
+            problem: PythonicProblem::DuplicateArgument("a".into()),
+            position: 9,
+        },
+        ParseProblem::Pythonic {
+            problem: PythonicProblem::ExpectedName,
+            position: 1,
+        },
+        ParseProblem::Pythonic {
+            problem: PythonicProblem::ExpectedValue,
+            position: 4,
+        },
+        ParseProblem::Pythonic {
+            problem: PythonicProblem::UnknownName("nan".into()),
+            position: 4,
+        },
+        ParseProblem::Pythonic {
+            problem: PythonicProblem::NumberCutOff,
+            position: 5,
+        },
+        ParseProblem::Pythonic {
+            problem: PythonicProblem::BadNumber,
+            position: 5,
+        },
+        ParseProblem::Pythonic {
+            problem: PythonicProblem::ExpectedString,
+            position: 5,
+        },
+        ParseProblem::Pythonic {
+            problem: PythonicProblem::UnterminatedString,
+            position: 5,
+        },
+        ParseProblem::Pythonic {
+            problem: PythonicProblem::NewlineInString,
+            position: 5,
+        },
+        ParseProblem::Pythonic {
+            problem: PythonicProblem::BadEscape,
+            position: 5,
+        },
+        ParseProblem::TooLarge { limit: 4 << 20 },
+        ParseProblem::EndedInside,
+        ParseProblem::CutOff {
+            name: "get_weather".into(),
+        },
+    ] {
+        s.push_str(&problem.to_string());
+        s.push_str("\n---\n");
+    }
+    s.push_str(&texts::parse_unknown_tool("rm", texts::PARSE_NO_TOOLS));
+    s.push_str("\n---\n");
+    s.push_str(texts::RETRY_REASON_TRUNCATED);
+    s.push_str("\n---\n");
+    s.push_str(&texts::invalid_arguments(
+        "get_weather",
+        &texts::arguments_not_json("expected value at line 1 column 1"),
+    ));
+    s.push_str("\n---\n");
+    s.push_str(&texts::invalid_arguments(
+        "get_weather",
+        texts::ARGUMENTS_NOT_OBJECT,
+    ));
+    s.push_str("\n---\n");
+    s.push_str(&texts::invalid_arguments(
+        "get_weather",
+        &texts::schema_problems(&[
+            texts::schema_problem("\"city\" is a required property", ""),
+            texts::schema_problem("\"k\" is not one of [\"c\",\"f\"]", "/unit"),
+        ]),
+    ));
+    s.push_str("\n---\n");
+    check_golden("parse_errors.txt", &s);
 }

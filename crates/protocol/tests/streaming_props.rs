@@ -1,11 +1,13 @@
-//! Property tests of the parser's streaming guarantees (docs/parser.md, "Streaming guarantees"):
+//! Property tests of the parser's streaming guarantees (docs/src/parser.md, "Streaming guarantees"):
 //! the result does not depend on the chunking, visible deltas are never retracted, and call events
 //! are well formed.
 
 use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::value::RawValue;
-use toolbridge_protocol::parser::{Event, EventLog, ParseOutput, Parser, ParserConfig, Sink};
+use toolbridge_protocol::parser::{
+    EventLog, ModelEvent, ModelResponse, Parser, ParserConfig, Sink,
+};
 
 /// Cases per property; `PROPTEST_CASES` overrides it.
 fn cases() -> u32 {
@@ -24,6 +26,9 @@ fn fragment() -> impl Strategy<Value = String> {
         "</tool_use>",
         "<think>",
         "</think>",
+        "<function=f>",
+        "</function>",
+        "<function=",
         "<",
         "<tool_",
         "```json\n",
@@ -57,7 +62,7 @@ fn fragment() -> impl Strategy<Value = String> {
 /// Something close to a call: an open tag, maybe whitespace, a JSON-ish body, maybe a close tag;
 /// or a JSON fence holding such a body; or a reasoning block; or a fence around a tagged call.
 fn call_like() -> impl Strategy<Value = String> {
-    let open = prop::sample::select(vec!["<tool_call>", "<tool_use>"]);
+    let open = prop::sample::select(vec!["<tool_call>", "<tool_use>", "<function=g>"]);
     let space = prop::sample::select(vec!["", "", " ", "\n", "\r\n\t"]);
     let piece = prop::sample::select(vec![
         "{\"name\":\"f\",\"arguments\":{\"a\":\"x\"}}",
@@ -81,7 +86,7 @@ fn call_like() -> impl Strategy<Value = String> {
         "x",
     ]);
     let body = prop::collection::vec(piece, 1..6).prop_map(|p| p.concat());
-    let close = prop::sample::select(vec!["</tool_call>", "</tool_use>", "", "\n"]);
+    let close = prop::sample::select(vec!["</tool_call>", "</tool_use>", "</function>", "", "\n"]);
     prop_oneof![
         4 => (open, space, body.clone(), close).prop_map(|(o, s, b, c)| format!("{o}{s}{b}{c}")),
         1 => body.clone().prop_map(|b| format!("\n```json\n{b}\n```\n")),
@@ -128,8 +133,8 @@ fn char_cuts(text: &str, picks: &[Index]) -> Vec<usize> {
     cuts
 }
 
-fn whole(text: &str, config: &ParserConfig) -> ParseOutput {
-    let mut out = ParseOutput::default();
+fn whole(text: &str, config: &ParserConfig) -> ModelResponse {
+    let mut out = ModelResponse::default();
     let mut p = Parser::new(config.clone());
     p.push(text, &mut out);
     p.finish(&mut out);
@@ -163,24 +168,24 @@ fn each_char(text: &str) -> Vec<usize> {
         .collect()
 }
 
-fn collect(f: impl FnOnce(&mut ParseOutput)) -> ParseOutput {
-    let mut out = ParseOutput::default();
+fn collect(f: impl FnOnce(&mut ModelResponse)) -> ModelResponse {
+    let mut out = ModelResponse::default();
     f(&mut out);
     out
 }
 
 /// Checks the call events of one stream; returns the calls' names and arguments.
-fn check_calls(events: &[Event]) -> Result<Vec<(String, String)>, TestCaseError> {
+fn check_calls(events: &[ModelEvent]) -> Result<Vec<(String, String)>, TestCaseError> {
     let mut calls = Vec::new();
     let mut it = events.iter().peekable();
     while let Some(ev) = it.next() {
         match ev {
-            Event::CallStart { index, id, name } => {
+            ModelEvent::CallStart { index, id, name } => {
                 prop_assert_eq!(*index, calls.len(), "call indexes count from 0");
                 prop_assert_eq!(id, &format!("call_{index}"));
                 let mut args = String::new();
                 let mut fragments = 0;
-                while let Some(Event::CallArgs { index: i, fragment }) = it.peek() {
+                while let Some(ModelEvent::CallArgs { index: i, fragment }) = it.peek() {
                     prop_assert_eq!(*i, *index, "call_args for another index");
                     args.push_str(fragment);
                     fragments += 1;
@@ -188,7 +193,7 @@ fn check_calls(events: &[Event]) -> Result<Vec<(String, String)>, TestCaseError>
                 }
                 prop_assert!(fragments > 0, "call {} has no call_args", index);
                 match it.next() {
-                    Some(Event::CallEnd { index: i }) => {
+                    Some(ModelEvent::CallEnd { index: i }) => {
                         prop_assert_eq!(*i, *index, "call_end for another index")
                     }
                     other => prop_assert!(false, "call {} not ended: {:?}", index, other),
@@ -201,7 +206,7 @@ fn check_calls(events: &[Event]) -> Result<Vec<(String, String)>, TestCaseError>
                 );
                 calls.push((name.clone(), args));
             }
-            Event::CallArgs { .. } | Event::CallEnd { .. } => {
+            ModelEvent::CallArgs { .. } | ModelEvent::CallEnd { .. } => {
                 prop_assert!(false, "call event outside a call: {:?}", ev)
             }
             _ => {}
@@ -210,7 +215,7 @@ fn check_calls(events: &[Event]) -> Result<Vec<(String, String)>, TestCaseError>
     Ok(calls)
 }
 
-fn names_and_args(out: &ParseOutput) -> Vec<(String, String)> {
+fn names_and_args(out: &ModelResponse) -> Vec<(String, String)> {
     out.calls
         .iter()
         .map(|c| (c.name.clone(), c.arguments.clone()))
@@ -258,8 +263,8 @@ proptest! {
         let mut absorb = |rec: &EventLog, visible: &mut String, reasoning: &mut String| {
             for ev in &rec.0[seen..] {
                 match ev {
-                    Event::Text { text } => visible.push_str(text),
-                    Event::Reasoning { text } => reasoning.push_str(text),
+                    ModelEvent::Text { text } => visible.push_str(text),
+                    ModelEvent::Reasoning { text } => reasoning.push_str(text),
                     _ => {}
                 }
             }
@@ -269,9 +274,9 @@ proptest! {
             p.push_bytes(&[b], &mut rec);
             absorb(&rec, &mut visible, &mut reasoning);
             prop_assert!(
-                expected.visible.starts_with(&visible),
+                expected.text.starts_with(&visible),
                 "after byte {}: emitted visible {:?} is not a prefix of the final {:?}",
-                i, visible, expected.visible
+                i, visible, expected.text
             );
             prop_assert!(
                 expected.reasoning.starts_with(&reasoning),
@@ -281,7 +286,7 @@ proptest! {
         }
         p.finish(&mut rec);
         absorb(&rec, &mut visible, &mut reasoning);
-        prop_assert_eq!(&visible, &expected.visible, "concatenated text deltas");
+        prop_assert_eq!(&visible, &expected.text, "concatenated text deltas");
         prop_assert_eq!(&reasoning, &expected.reasoning, "concatenated reasoning deltas");
     }
 
@@ -319,7 +324,7 @@ fn generator_covers_the_interesting_cases() {
         calls += usize::from(!out.calls.is_empty());
         errors += usize::from(!out.errors.is_empty());
         reasoning += usize::from(!out.reasoning.is_empty());
-        visible += usize::from(!out.visible.is_empty());
+        visible += usize::from(!out.text.is_empty());
     }
     eprintln!(
         "cases with calls {calls}, errors {errors}, reasoning {reasoning}, visible {visible}"

@@ -54,6 +54,10 @@ pub enum ProviderError {
     /// The configuration cannot work (missing key variable, unknown provider, bad URL).
     #[error("configuration error: {0}")]
     Config(String),
+    /// The API key an upstream needs is not in the environment (a configuration error that a
+    /// server can start with: it answers that model with an error until it is fixed).
+    #[error("configuration error: {0}")]
+    MissingKey(String),
     #[error("cancelled")]
     Cancelled,
 }
@@ -82,7 +86,7 @@ impl ProviderError {
             ProviderError::Timeout(_) => "timeout",
             ProviderError::Connect(_) => "connect",
             ProviderError::BadResponse(_) => "bad_response",
-            ProviderError::Config(_) => "config",
+            ProviderError::Config(_) | ProviderError::MissingKey(_) => "config",
             ProviderError::Cancelled => "cancelled",
         }
     }

@@ -102,6 +102,110 @@ impl RetryPolicy {
     }
 }
 
+/// The default cap on an upstream response: a whole non-streamed body, and the text, reasoning
+/// and call arguments of a streamed one (like the SSE event cap, far beyond any sane reply).
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 16 << 20;
+
+/// The error for a response past the cap (a 502 `upstream_bad_response` at the gateway).
+pub fn too_large(limit: usize) -> ProviderError {
+    ProviderError::BadResponse(format!(
+        "the response is larger than the limit of {limit} bytes (max_response_bytes)"
+    ))
+}
+
+/// Reads a whole (non-streamed) body, at most `limit` bytes, within the deadline. A larger body
+/// is an error as soon as it is announced (`Content-Length`) or read past the limit, so memory
+/// stays bounded whatever the upstream sends.
+pub async fn read_body(
+    mut response: reqwest::Response,
+    limit: usize,
+    deadline: Instant,
+) -> Result<Bytes, ProviderError> {
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(too_large(limit));
+    }
+    let mut body = bytes::BytesMut::new();
+    loop {
+        let chunk = match tokio::time::timeout_at(deadline, response.chunk()).await {
+            Err(_) => return Err(ProviderError::Timeout(TimeoutKind::Total)),
+            Ok(Err(e)) => return Err(transport_error(e)),
+            Ok(Ok(None)) => return Ok(body.freeze()),
+            Ok(Ok(Some(chunk))) => chunk,
+        };
+        if body.len() + chunk.len() > limit {
+            return Err(too_large(limit));
+        }
+        body.extend_from_slice(&chunk);
+    }
+}
+
+/// Counts what a streamed response delivers (text, reasoning, call arguments), which is what
+/// its consumers hold, against the cap.
+#[derive(Debug)]
+pub struct ContentBudget {
+    limit: usize,
+    used: usize,
+}
+
+impl ContentBudget {
+    pub fn new(limit: usize) -> Self {
+        ContentBudget { limit, used: 0 }
+    }
+
+    /// Counts one event; past the cap it is an error.
+    pub fn spend(&mut self, event: &crate::wire::WireEvent) -> Result<(), ProviderError> {
+        use crate::wire::WireEvent;
+        let n = match event {
+            WireEvent::Text(t) | WireEvent::Reasoning(t) => t.len(),
+            WireEvent::ToolCall(c) => c.function.as_ref().map_or(0, |f| {
+                f.arguments.as_ref().map_or(0, String::len) + f.name.as_ref().map_or(0, String::len)
+            }),
+            WireEvent::Usage(_) | WireEvent::StopSequence(_) | WireEvent::Finish(_) => 0,
+        };
+        self.used = self.used.saturating_add(n);
+        if self.used > self.limit {
+            return Err(too_large(self.limit));
+        }
+        Ok(())
+    }
+}
+
+/// A URL as operators may see it in errors and logs: without user name, password, query or
+/// fragment (where keys hide).
+pub fn shown_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.set_fragment(None);
+            u.to_string().trim_end_matches('/').to_owned()
+        }
+        Err(_) => {
+            let cut = url.split(['?', '#']).next().unwrap_or_default();
+            match cut.rsplit_once('@') {
+                Some((head, tail)) => match head.split_once("://") {
+                    Some((scheme, _)) => format!("{scheme}://{tail}"),
+                    None => tail.to_owned(),
+                },
+                None => cut.to_owned(),
+            }
+        }
+    }
+}
+
+/// Adds where a connection failure happened, and the likely fix, to the error: `what` names the
+/// provider and model, `url` the server (shown with [`shown_url`]). Other errors pass unchanged.
+pub fn with_target(error: ProviderError, what: &str, url: &str) -> ProviderError {
+    match error {
+        ProviderError::Connect(detail) => ProviderError::Connect(format!(
+            "cannot reach {what} at {} (is the server running, and is the base URL right?): {detail}",
+            shown_url(url)
+        )),
+        other => other,
+    }
+}
+
 /// Builds a client with the connect timeout (the other deadlines are applied per request).
 pub fn build_client(timeouts: &Timeouts) -> Result<reqwest::Client, ProviderError> {
     reqwest::Client::builder()
@@ -275,6 +379,30 @@ mod tests {
             policy.delay(0, &rl(30), far),
             None,
             "too long to wait: let another arm try"
+        );
+    }
+
+    #[test]
+    fn shown_urls_lose_credentials_and_queries() {
+        assert_eq!(
+            shown_url("http://user:pw@127.0.0.1:9/v1?key=sk-1#x"),
+            "http://127.0.0.1:9/v1"
+        );
+        assert_eq!(shown_url("not a url?key=1"), "not a url");
+        let e = with_target(
+            ProviderError::Connect("tcp connect error".into()),
+            "openai model `m`",
+            "http://u:p@127.0.0.1:9/v1?k=v",
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("openai model `m` at http://127.0.0.1:9/v1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("is the server running")
+                && !text.contains("u:p")
+                && !text.contains("k=v")
         );
     }
 

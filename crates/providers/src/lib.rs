@@ -11,11 +11,14 @@ pub mod error;
 pub mod http;
 pub mod model;
 pub mod openai;
+pub mod registry;
 pub mod scripted;
 pub mod spec;
+pub mod telemetry;
 pub mod wire;
 
 pub use error::{ProviderError, TimeoutKind};
 pub use model::{Arm, ArmInfo, Model, ModelResponse, ModelStream};
+pub use registry::{BuildError, ProviderFactory, ProviderRegistry};
 pub use toolbridge_protocol::decode::ModelEvent;
 pub use wire::{Upstream, WireEvent, WireStream};

@@ -6,6 +6,7 @@
 //! *before any content reached the consumer* hands over to the next arm; after content, the error is
 //! the consumer's.
 
+use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
@@ -14,28 +15,59 @@ use futures::{Stream, StreamExt};
 use rand::distr::{Alphanumeric, SampleString};
 use toolbridge_protocol::decode::{ModelEvent, ResponseDecoder};
 use toolbridge_protocol::mode::{encode, offered_tools, EncodeOptions, ToolMode};
-use toolbridge_protocol::parser::{ParseError, ParserConfig};
+use toolbridge_protocol::parser::{Dialect, ParserConfig};
 use toolbridge_protocol::stop::StopScanner;
-use toolbridge_protocol::texts::CallTag;
-use toolbridge_protocol::types::{ChatRequest, FinishReason, ToolCall, Usage};
+use toolbridge_protocol::texts::{CallFormat, CallTag};
+use toolbridge_protocol::types::{ChatRequest, FinishReason};
+
+/// Which arm answered, and the collected response: pure data, defined in the protocol crate.
+pub use toolbridge_protocol::response::{ArmInfo, ModelResponse};
 
 use crate::error::ProviderError;
 use crate::wire::{Upstream, WireEvent};
 
-/// An upstream with its tool mode.
+/// An upstream with its tool mode, and how a text mode teaches and reads its calls.
 #[derive(Clone)]
 pub struct Arm {
     pub upstream: Arc<dyn Upstream>,
     pub mode: ToolMode,
+    /// The hermes tag taught in text modes.
     pub tag: CallTag,
+    /// The call format taught and read in text modes (resolved: `auto` is read when the arm is
+    /// built).
+    pub dialect: Dialect,
+    /// The reply begins inside reasoning (text modes).
+    pub reasoning_open: bool,
 }
 
 impl Arm {
+    /// An arm in hermes with the default tag.
     pub fn new(upstream: Arc<dyn Upstream>, mode: ToolMode) -> Self {
         Arm {
             upstream,
             mode,
             tag: CallTag::default(),
+            dialect: Dialect::Hermes,
+            reasoning_open: false,
+        }
+    }
+
+    /// The same arm in another dialect.
+    pub fn with_dialect(mut self, dialect: Dialect) -> Self {
+        self.dialect = dialect;
+        self
+    }
+
+    /// The arm's call format (dialect and tag).
+    pub fn format(&self) -> CallFormat {
+        CallFormat::new(self.dialect, self.tag)
+    }
+
+    /// How a text mode encodes a request for this arm.
+    pub fn encode_options(&self) -> EncodeOptions {
+        EncodeOptions {
+            tag: self.tag,
+            dialect: self.dialect,
         }
     }
 
@@ -43,14 +75,6 @@ impl Arm {
     pub fn resolved_mode(&self) -> ToolMode {
         self.mode.resolve(self.upstream.native_tools())
     }
-}
-
-/// Which arm answered.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ArmInfo {
-    pub index: usize,
-    pub name: String,
-    pub mode: ToolMode,
 }
 
 /// A named model with its arms.
@@ -79,10 +103,14 @@ impl Model {
     /// Streams a response. Dropping the stream cancels the upstream request.
     pub fn stream(&self, request: ChatRequest) -> ModelStream {
         let arm_slot = Arc::new(OnceLock::new());
+        let span = crate::telemetry::chat_span(&request);
         let inner = attempt_arms(self.arms.clone(), request, Arc::clone(&arm_slot));
         ModelStream {
             inner: Box::pin(inner),
             arm: arm_slot,
+            span,
+            recorder: crate::telemetry::ChatRecorder::new(),
+            arm_recorded: false,
         }
     }
 
@@ -106,24 +134,34 @@ fn attempt_arms(
         if arms.is_empty() {
             Err(ProviderError::Config("the model has no upstream configured".into()))?;
         }
-        let offered: Vec<String> = offered_tools(&request.tools, request.tool_choice.as_ref())
-            .into_iter()
-            .map(|t| t.name.clone())
-            .collect();
+        let offered_specs = offered_tools(&request.tools, request.tool_choice.as_ref());
+        let offered: Vec<String> = offered_specs.iter().map(|t| t.name.clone()).collect();
+        // The dialects whose values are bare text read their types from the schemas.
+        let schemas: HashMap<String, serde_json::Value> = if arms.iter().any(|a| a.dialect.types_values()) {
+            offered_specs
+                .iter()
+                .filter_map(|t| Some((t.name.clone(), t.parameters.clone()?)))
+                .collect()
+        } else {
+            HashMap::new()
+        };
         let prefix = id_prefix();
         let last = arms.len() - 1;
         'arms: for (index, arm) in arms.iter().enumerate() {
             let mode = arm.resolved_mode();
-            let encoded = encode(&request, mode, &EncodeOptions { tag: arm.tag });
+            let encoded = encode(&request, mode, &arm.encode_options());
             // With no tool offered there is nothing to parse: text is text.
             let decode_mode = if offered.is_empty() { ToolMode::Native } else { mode };
             let config = ParserConfig {
                 tools: Some(offered.clone()),
                 id_prefix: prefix.clone(),
+                dialect: arm.dialect,
+                reasoning_open: arm.reasoning_open,
+                schemas: if arm.dialect.types_values() { schemas.clone() } else { HashMap::new() },
                 ..ParserConfig::default()
             };
             let mut decoder = ResponseDecoder::new(decode_mode, config);
-            let info = ArmInfo { index, name: arm.upstream.describe(), mode };
+            let info = ArmInfo { index, name: arm.upstream.describe(), mode, tag: arm.tag, dialect: arm.dialect };
             // Stop sequences are enforced here too, for servers that ignore them.
             let mut stop = StopScanner::new(encoded.stop.iter().cloned());
             let mut wire = arm.upstream.send(encoded);
@@ -147,6 +185,9 @@ fn attempt_arms(
                         let text = stop.push(&t);
                         decoder.text(&text, &mut events);
                         if stop.stopped() {
+                            if let Some(sequence) = stop.matched().filter(|s| request.stop.iter().any(|c| c == s)) {
+                                events.push(ModelEvent::StopSequence { sequence: sequence.to_owned() });
+                            }
                             decoder.finish_reason(FinishReason::Stop);
                             for event in events.drain(..) {
                                 yield event;
@@ -158,6 +199,11 @@ fn attempt_arms(
                     WireEvent::Reasoning(t) => decoder.reasoning(&t, &mut events),
                     WireEvent::ToolCall(d) => decoder.tool_call(&d, &mut events),
                     WireEvent::Usage(u) => decoder.usage(u),
+                    WireEvent::StopSequence(sequence) => {
+                        if request.stop.contains(&sequence) {
+                            events.push(ModelEvent::StopSequence { sequence });
+                        }
+                    }
                     WireEvent::Finish(r) => decoder.finish_reason(r),
                 }
                 for event in events.drain(..) {
@@ -181,6 +227,10 @@ fn attempt_arms(
 pub struct ModelStream {
     inner: Pin<Box<dyn Stream<Item = Result<ModelEvent, ProviderError>> + Send>>,
     arm: Arc<OnceLock<ArmInfo>>,
+    /// The call's `chat {model}` span: entered while polling, closed when the stream is dropped.
+    span: tracing::Span,
+    recorder: crate::telemetry::ChatRecorder,
+    arm_recorded: bool,
 }
 
 impl ModelStream {
@@ -192,7 +242,7 @@ impl ModelStream {
     /// Collects the whole response.
     pub async fn collect_response(mut self) -> Result<ModelResponse, ProviderError> {
         let mut response = ModelResponse::default();
-        while let Some(event) = self.inner.next().await {
+        while let Some(event) = self.next().await {
             response.apply(event?);
         }
         response.arm = self.arm.get().cloned();
@@ -204,52 +254,25 @@ impl Stream for ModelStream {
     type Item = Result<ModelEvent, ProviderError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.inner.as_mut().poll_next(cx)
-    }
-}
-
-/// A collected response.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ModelResponse {
-    pub text: String,
-    pub reasoning: String,
-    /// Completed calls (a call cut off mid-way is in `errors`, never here).
-    pub calls: Vec<ToolCall>,
-    /// Calls started but not (yet) ended, by index.
-    partial: Vec<(usize, ToolCall)>,
-    pub errors: Vec<ParseError>,
-    pub usage: Option<Usage>,
-    pub finish_reason: Option<FinishReason>,
-    pub arm: Option<ArmInfo>,
-}
-
-impl ModelResponse {
-    /// Folds one event in.
-    pub fn apply(&mut self, event: ModelEvent) {
-        match event {
-            ModelEvent::Text { text } => self.text.push_str(&text),
-            ModelEvent::Reasoning { text } => self.reasoning.push_str(&text),
-            ModelEvent::CallStart { index, id, name } => self.partial.push((
-                index,
-                ToolCall {
-                    id,
-                    name,
-                    arguments: String::new(),
-                },
-            )),
-            ModelEvent::CallArgs { index, fragment } => {
-                if let Some((_, call)) = self.partial.iter_mut().find(|(i, _)| *i == index) {
-                    call.arguments.push_str(&fragment);
+        let this = &mut *self;
+        let polled = {
+            let _entered = this.span.enter();
+            this.inner.as_mut().poll_next(cx)
+        };
+        if let Poll::Ready(Some(item)) = &polled {
+            if !this.arm_recorded {
+                if let Some(arm) = this.arm.get() {
+                    crate::telemetry::ChatRecorder::arm(&this.span, &arm.name);
+                    this.arm_recorded = true;
                 }
             }
-            ModelEvent::CallEnd { index } => {
-                if let Some(pos) = self.partial.iter().position(|(i, _)| *i == index) {
-                    self.calls.push(self.partial.remove(pos).1);
+            match item {
+                Ok(event) => this.recorder.event(&this.span, event),
+                Err(error) => {
+                    this.span.record("error.type", error.kind());
                 }
             }
-            ModelEvent::Malformed { error } => self.errors.push(error),
-            ModelEvent::Usage { usage } => self.usage = Some(usage),
-            ModelEvent::Finish { reason } => self.finish_reason = Some(reason),
         }
+        polled
     }
 }

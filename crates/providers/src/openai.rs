@@ -32,14 +32,26 @@ pub struct OpenAiConfig {
     pub stream: bool,
     /// Whether the server honours the `tools` field (resolves the `auto` tool mode).
     pub native_tools: bool,
+    /// Whether the server knows OpenAI's `max_completion_tokens` (OpenAI and Azure OpenAI do;
+    /// for other servers it is sent as `max_tokens`). Set from the base URL by [`OpenAiConfig::new`].
+    pub max_completion_tokens: bool,
+    /// The cap on a response: a whole non-streamed body, or what a stream delivers.
+    pub max_response_bytes: usize,
 }
 
 impl OpenAiConfig {
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         let model = model.into();
+        let base_url = base_url.into();
+        let host = reqwest::Url::parse(&base_url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+            .unwrap_or_default();
         OpenAiConfig {
             name: format!("openai:{model}"),
-            base_url: base_url.into(),
+            max_completion_tokens: host == "api.openai.com" || host.ends_with(".openai.azure.com"),
+            max_response_bytes: http::DEFAULT_MAX_RESPONSE_BYTES,
+            base_url,
             model,
             api_key: None,
             extra_headers: Vec::new(),
@@ -86,6 +98,13 @@ impl OpenAiClient {
     pub fn config(&self) -> &OpenAiConfig {
         &self.config
     }
+
+    /// Says where a connection failure happened (provider, model, base URL; never a key).
+    fn target(&self, error: ProviderError) -> ProviderError {
+        let provider = self.config.name.split(':').next().unwrap_or("openai");
+        let what = format!("{provider} model `{}`", self.config.model);
+        http::with_target(error, &what, &self.config.base_url)
+    }
 }
 
 /// The request body: the request as OpenAI JSON with our model name and streaming options, and
@@ -99,11 +118,19 @@ fn request_body(request: &ChatRequest, config: &OpenAiConfig) -> Result<Value, P
         ));
     };
     map.insert("model".into(), Value::String(config.model.clone()));
+    // An Anthropic client's `thinking`: no OpenAI-compatible counterpart (see the constant).
+    map.remove(crate::anthropic::CLIENT_THINKING_FIELD);
     if let Some(Value::Array(messages)) = map.get_mut("messages") {
         for m in messages {
             if let Value::Object(m) = m {
                 m.remove("is_error");
             }
+        }
+    }
+    // OpenAI's newer name for `max_tokens`; servers that do not know it would ignore it.
+    if !config.max_completion_tokens {
+        if let Some(limit) = map.remove("max_completion_tokens") {
+            map.entry("max_tokens").or_insert(limit);
         }
     }
     if config.stream {
@@ -144,7 +171,8 @@ impl Upstream for OpenAiClient {
                     builder = builder.header(name, value);
                 }
                 let mut yielded = false;
-                let response = match http::send(builder, &config.timeouts, deadline, key).await {
+                let sent = http::send(builder, &config.timeouts, deadline, key).await;
+                let response = match sent.map_err(|e| client.target(e)) {
                     Ok(r) => r,
                     Err(e) => match config.retry.delay(attempt, &e, deadline) {
                         Some(wait) => {
@@ -157,18 +185,16 @@ impl Upstream for OpenAiClient {
                     },
                 };
                 if !config.stream {
-                    let text = match tokio::time::timeout_at(deadline, response.text()).await {
-                        Err(_) => Err(ProviderError::Timeout(crate::error::TimeoutKind::Total))?,
-                        Ok(Err(e)) => Err(http::transport_error(e))?,
-                        Ok(Ok(t)) => t,
-                    };
+                    let body = http::read_body(response, config.max_response_bytes, deadline).await?;
+                    let text = String::from_utf8_lossy(&body);
                     for event in completion_events(&text)? {
                         yield event;
                     }
                     return;
                 }
                 let mut chunks = Box::pin(http::body_chunks(response, config.timeouts.idle, deadline));
-                let mut sse = SseDecoder::default();
+                let mut sse = SseDecoder::new(config.max_response_bytes);
+                let mut budget = http::ContentBudget::new(config.max_response_bytes);
                 let mut decoder = ChunkDecoder::default();
                 let mut events = Vec::new();
                 let mut wire = Vec::new();
@@ -192,6 +218,7 @@ impl Upstream for OpenAiClient {
                                 decoder.event(&event, &mut wire)?;
                             }
                             for event in wire.drain(..) {
+                                budget.spend(&event)?;
                                 yield event;
                             }
                             for event in decoder.finish()? {
@@ -205,6 +232,7 @@ impl Upstream for OpenAiClient {
                         decoder.event(&event, &mut wire)?;
                     }
                     for event in wire.drain(..) {
+                        budget.spend(&event)?;
                         yielded |= event.is_content();
                         yield event;
                     }
@@ -423,6 +451,38 @@ mod tests {
         config.stream = false;
         let body = request_body(&req, &config).unwrap();
         assert!(body.get("stream").is_none());
+    }
+
+    #[test]
+    fn an_anthropic_clients_thinking_is_not_sent() {
+        let config = OpenAiConfig::new("http://x/v1", "real-model");
+        let mut req: ChatRequest =
+            serde_json::from_str(r#"{"model":"m","messages":[{"role":"user","content":"x"}]}"#)
+                .unwrap();
+        req.extra.insert(
+            crate::anthropic::CLIENT_THINKING_FIELD.into(),
+            serde_json::json!({"type": "adaptive"}),
+        );
+        let body = request_body(&req, &config).unwrap();
+        assert!(body.get(crate::anthropic::CLIENT_THINKING_FIELD).is_none());
+        assert!(body.get("thinking").is_none());
+    }
+
+    #[test]
+    fn max_completion_tokens_is_max_tokens_where_the_server_lacks_it() {
+        let req: ChatRequest = serde_json::from_str(
+            r#"{"model":"m","messages":[{"role":"user","content":"x"}],"max_completion_tokens":77}"#,
+        )
+        .unwrap();
+        let local = OpenAiConfig::new("http://127.0.0.1:9/v1", "m");
+        assert!(!local.max_completion_tokens);
+        let body = request_body(&req, &local).unwrap();
+        assert_eq!(body["max_tokens"], 77);
+        assert!(body.get("max_completion_tokens").is_none());
+        let openai = OpenAiConfig::new("https://api.openai.com/v1", "gpt-5");
+        let body = request_body(&req, &openai).unwrap();
+        assert_eq!(body["max_completion_tokens"], 77);
+        assert!(body.get("max_tokens").is_none());
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub enum WireEvent {
     Reasoning(String),
     ToolCall(ToolCallDelta),
     Usage(Usage),
+    /// The stop sequence the upstream says it stopped on.
+    StopSequence(String),
     Finish(FinishReason),
 }
 

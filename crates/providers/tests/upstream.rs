@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::json;
 use toolbridge_protocol::mode::ToolMode;
+use toolbridge_protocol::parser::Dialect;
 use toolbridge_protocol::types::{ChatRequest, FinishReason, Message, ToolSpec};
 use toolbridge_providers::http::{RetryPolicy, Timeouts};
 use toolbridge_providers::openai::{OpenAiClient, OpenAiConfig};
@@ -376,6 +377,88 @@ async fn fallback_goes_to_the_next_arm_and_reencodes_for_its_mode() {
     assert_eq!(verbatim_req["tools"][0]["function"]["name"], "get_weather");
 }
 
+/// Each arm is taught, stopped and read in its own dialect: a qwen3-coder arm that fails gets the
+/// qwen3-coder preamble and `</tool_call>` as its stop; the mistral arm after it gets the mistral
+/// preamble and no stop sequence, and its `[TOOL_CALLS]` reply comes back as the call.
+#[tokio::test]
+async fn each_arm_is_taught_and_read_in_its_own_dialect() {
+    let bad = TestUpstream::start().await.unwrap();
+    bad.push(Behavior::Status {
+        code: 503,
+        message: "down".into(),
+        retry_after: None,
+    });
+    let good = TestUpstream::start().await.unwrap();
+    good.push(Behavior::Reply(Reply {
+        text: "Let me look. [TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}]".into(),
+        chunk_size: 3,
+        ..Reply::default()
+    }));
+    let model = Model::new(
+        "dialects",
+        vec![
+            Arm::new(client(&bad, 0), ToolMode::Prompt).with_dialect(Dialect::Qwen3Coder),
+            Arm::new(client(&good, 0), ToolMode::Prompt).with_dialect(Dialect::Mistral),
+        ],
+    );
+    let mut stream = model.stream(request());
+    let mut got = Vec::new();
+    while let Some(e) = stream.next().await {
+        got.push(e.unwrap());
+    }
+    assert_eq!(stream.arm().unwrap().dialect, Dialect::Mistral);
+    assert_eq!(
+        summary(&got),
+        (
+            "Let me look. ".into(),
+            vec![("get_weather".into(), "{\"city\": \"Rome\"}".into())],
+            Some(FinishReason::ToolCalls)
+        )
+    );
+    let system =
+        |body: &serde_json::Value| body["messages"][0]["content"].as_str().unwrap().to_owned();
+    let qwen = &bad.requests()[0].body;
+    assert!(
+        system(qwen).contains("<function=<tool>>"),
+        "{}",
+        system(qwen)
+    );
+    assert_eq!(qwen["stop"], json!(["</tool_call>"]));
+    let mistral = &good.requests()[0].body;
+    assert!(system(mistral).contains("[TOOL_CALLS][{\"name\": \"<tool>\""));
+    assert!(!system(mistral).contains("<tool_call>"));
+    assert!(mistral.get("stop").is_none(), "{mistral}");
+}
+
+/// qwen3-coder values are bare text: the offered tools' schemas type them, and a reply that
+/// starts inside reasoning (`reasoning_open`) has its reasoning apart.
+#[tokio::test]
+async fn qwen3_coder_values_are_typed_by_the_schema_and_open_reasoning_is_reasoning() {
+    let up = TestUpstream::start().await.unwrap();
+    up.push(Behavior::Reply(Reply {
+        text: "The user wants 3 days.</think>\n<tool_call>\n<function=forecast>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>".into(),
+        chunk_size: 4,
+        ..Reply::default()
+    }));
+    let arm = Arm {
+        reasoning_open: true,
+        ..Arm::new(client(&up, 0), ToolMode::Prompt).with_dialect(Dialect::Qwen3Coder)
+    };
+    let model = Model::new("qwen", vec![arm]);
+    let mut req = request();
+    req.tools = vec![ToolSpec::new(
+        "forecast",
+        "A forecast.",
+        json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}),
+    )];
+    let r = model.complete(req).await.unwrap();
+    assert_eq!(r.reasoning, "The user wants 3 days.");
+    assert_eq!(r.calls.len(), 1, "{r:?}");
+    assert_eq!(r.calls[0].name, "forecast");
+    assert_eq!(r.calls[0].arguments, r#"{"city":"Paris","days":3}"#);
+    assert_eq!(r.text.trim(), "");
+}
+
 #[tokio::test]
 async fn fallback_on_connection_refused_and_timeouts_but_not_after_content() {
     // A port nobody listens on.
@@ -550,4 +633,52 @@ async fn the_anthropic_client_in_prompt_mode_and_its_errors() {
     let err = model.complete(request()).await.unwrap_err();
     assert!(matches!(err, ProviderError::Auth { status: 401, .. }));
     assert!(!err.to_string().contains("0123456789"));
+}
+
+/// Issue 13 item 20: a refused connection names the provider, the model and the base URL (without
+/// user info or query, where keys hide), and hints at the fix.
+#[tokio::test]
+async fn connection_errors_say_where_and_what_to_check() {
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let env: std::collections::BTreeMap<String, String> = Default::default();
+    for (provider, url) in [
+        (
+            "openai",
+            format!("http://user:hunter2@{closed}/v1?api-key=sk-secret"),
+        ),
+        (
+            "anthropic",
+            format!("http://user:hunter2@{closed}?api-key=sk-secret"),
+        ),
+    ] {
+        let cfg: toolbridge_providers::config::ModelConfig = serde_json::from_value(json!({
+            "name": "m", "provider": provider, "base_url": url, "upstream_model": "the-model",
+            "max_retries": 0
+        }))
+        .unwrap();
+        let model = toolbridge_providers::config::build_model(&cfg, &env).unwrap();
+        let err = model.complete(request()).await.unwrap_err();
+        let text = err.to_string();
+        assert!(
+            matches!(err, ProviderError::Connect(_)),
+            "{provider}: {text}"
+        );
+        assert!(
+            text.contains(&format!("{provider} model `the-model`")),
+            "{provider}: {text}"
+        );
+        assert!(
+            text.contains(&format!("http://{closed}")),
+            "{provider}: {text}"
+        );
+        assert!(text.contains("is the server running"), "{provider}: {text}");
+        assert!(
+            !text.contains("hunter2") && !text.contains("sk-secret"),
+            "{provider}: {text}"
+        );
+        assert!(!model.arms[0].upstream.describe().contains("hunter2"));
+    }
 }

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use crate::config::Limits;
 use crate::limits::{nproc_limit, Rlimits};
-use crate::sandbox::RunSpec;
+use crate::sandbox::{Confinement, RunSpec};
 
 /// Where the workspace appears inside.
 pub const WORKSPACE: &str = "/workspace";
@@ -69,15 +69,14 @@ impl Bwrap {
     fn test_run(&self, run_as: Option<(u32, u32)>) -> Result<(), String> {
         let dir = crate::workspace::scratch_dir("bwrap-probe");
         std::fs::create_dir_all(&dir).map_err(|e| format!("probe workspace: {e}"))?;
-        let args = self.args(
-            &dir,
-            &[],
-            &[],
-            &Limits::default(),
+        let probe = Confinement {
+            workspace: &dir,
+            extra_ro: &[],
+            env: &[],
+            limits: &Limits::default(),
             run_as,
-            Path::new("/bin/true"),
-            &[],
-        );
+        };
+        let args = self.args(&probe, Path::new("/bin/true"), &[]);
         let result = std::process::Command::new(&self.path)
             .args(&args)
             .env_clear()
@@ -100,22 +99,10 @@ impl Bwrap {
 
     pub fn command(
         &self,
-        workspace: &Path,
-        extra_ro: &[PathBuf],
-        env: &[(String, String)],
-        limits: &Limits,
-        run_as: Option<(u32, u32)>,
+        confinement: &Confinement<'_>,
         spec: &RunSpec<'_>,
     ) -> tokio::process::Command {
-        let args = self.args(
-            workspace,
-            extra_ro,
-            env,
-            limits,
-            run_as,
-            spec.program,
-            spec.args,
-        );
+        let args = self.args(confinement, spec.program, spec.args);
         let mut cmd = tokio::process::Command::new(&self.path);
         cmd.args(args)
             .env_clear()
@@ -135,17 +122,19 @@ impl Bwrap {
         (major, minor) >= (0, 8)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn args(
         &self,
-        workspace: &Path,
-        extra_ro: &[PathBuf],
-        env: &[(String, String)],
-        limits: &Limits,
-        run_as: Option<(u32, u32)>,
+        confinement: &Confinement<'_>,
         program: &Path,
         program_args: &[String],
     ) -> Vec<String> {
+        let Confinement {
+            workspace,
+            extra_ro,
+            env,
+            limits,
+            run_as,
+        } = *confinement;
         let mut a: Vec<String> = Vec::with_capacity(64);
         let mut push = |items: &[&str]| a.extend(items.iter().map(|s| (*s).to_owned()));
         push(&["--die-with-parent", "--new-session"]);

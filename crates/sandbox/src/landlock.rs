@@ -10,9 +10,12 @@
 //! abstract Unix sockets inside the sandbox. As root, the child switches to the sandbox uid
 //! with every capability gone.
 //!
+//! Processes: every command runs in a PID namespace of its own under a small reaper (see
+//! [`sys::PidNamespace`]), so nothing it starts, however detached, outlives it.
+//!
 //! Limits against bubblewrap: no mount namespace (the workspace keeps its host path, so the tools
-//! rewrite `/workspace`), no PID namespace (`/proc` lists host processes, though Landlock forbids
-//! tracing them or reading their environment).
+//! rewrite `/workspace`), and `/proc` is still the host's (it lists host processes, though
+//! Landlock forbids tracing them or reading their environment).
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -22,7 +25,7 @@ use rustix::fs::{Mode, OFlags};
 use crate::config::Limits;
 use crate::error::SandboxError;
 use crate::limits::{nproc_limit, Rlimits};
-use crate::sandbox::RunSpec;
+use crate::sandbox::{Confinement, RunSpec};
 use crate::sys;
 
 // Filesystem rights (linux/landlock.h).
@@ -85,9 +88,17 @@ impl Landlock {
             cmd.env_clear().current_dir(&dir);
             // No uid switch: the probe dir may not be ours to give away; the switch itself is
             // plain setresuid.
-            let setup = self.child_setup(&dir, &[], &Limits::default(), None)?;
+            let setup = self.child_setup(&Confinement {
+                workspace: &dir,
+                extra_ro: &[],
+                env: &[],
+                limits: &Limits::default(),
+                run_as: None,
+            })?;
             sys::install(&mut cmd, setup);
-            cmd.status().map_err(|e| format!("test run: {e}"))
+            cmd.status().map_err(|e| {
+                format!("test run: {e} (Landlock, seccomp or the command's own PID namespace was refused)")
+            })
         })();
         let _ = std::fs::remove_dir(&dir);
         match result? {
@@ -98,32 +109,29 @@ impl Landlock {
 
     pub fn command(
         &self,
-        workspace: &Path,
-        extra_ro: &[PathBuf],
-        env: &[(String, String)],
-        limits: &Limits,
-        run_as: Option<(u32, u32)>,
+        confinement: &Confinement<'_>,
         spec: &RunSpec<'_>,
     ) -> Result<tokio::process::Command, SandboxError> {
         let setup = self
-            .child_setup(workspace, extra_ro, limits, run_as)
+            .child_setup(confinement)
             .map_err(|reason| SandboxError::LandlockUnavailable { reason })?;
         let mut cmd = std::process::Command::new(spec.program);
         cmd.args(spec.args)
             .env_clear()
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .current_dir(workspace);
+            .envs(confinement.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(confinement.workspace);
         sys::install(&mut cmd, setup);
         Ok(tokio::process::Command::from(cmd))
     }
 
-    fn child_setup(
-        &self,
-        workspace: &Path,
-        extra_ro: &[PathBuf],
-        limits: &Limits,
-        run_as: Option<(u32, u32)>,
-    ) -> Result<sys::ChildSetup, String> {
+    fn child_setup(&self, confinement: &Confinement<'_>) -> Result<sys::ChildSetup, String> {
+        let Confinement {
+            workspace,
+            extra_ro,
+            limits,
+            run_as,
+            ..
+        } = *confinement;
         let ruleset = self
             .ruleset(workspace, extra_ro)
             .map_err(|e| format!("Landlock ruleset: {e}"))?;
@@ -133,12 +141,21 @@ impl Landlock {
             .and_then(|s| s.trim().parse().ok())
             .unwrap_or(63);
         let seccomp = filter::program().ok_or_else(|| "unsupported architecture".to_owned())?;
+        let pid_namespace = sys::PidNamespace::for_current_process();
+        // In a user namespace of its own the kernel counts RLIMIT_NPROC per namespace: only
+        // this command's tasks, plus the two helpers (the waiter and the reaper).
+        let nproc = if pid_namespace.user_maps.is_some() {
+            limits.processes.saturating_add(2)
+        } else {
+            nproc_limit(uid, limits.processes)
+        };
         Ok(sys::ChildSetup {
-            rlimits: Rlimits::new(limits, nproc_limit(uid, limits.processes)),
+            rlimits: Rlimits::new(limits, nproc),
             drop_to: run_as,
             last_cap,
             ruleset,
             seccomp,
+            pid_namespace,
         })
     }
 

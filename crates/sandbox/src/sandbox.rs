@@ -48,6 +48,18 @@ pub struct RunSpec<'a> {
     pub limits: Option<&'a Limits>,
 }
 
+/// How one command is confined, whichever backend runs it: the workspace (read-write, the working
+/// directory), the other paths it may read, its whole environment, its limits and the uid/gid it
+/// runs as.
+#[derive(Clone, Copy, Debug)]
+pub struct Confinement<'a> {
+    pub workspace: &'a Path,
+    pub extra_ro: &'a [PathBuf],
+    pub env: &'a [(String, String)],
+    pub limits: &'a Limits,
+    pub run_as: Option<(u32, u32)>,
+}
+
 /// A configured sandbox; cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Sandbox {
@@ -134,6 +146,39 @@ impl Sandbox {
         self.inner.run_as.map(|(uid, _)| uid)
     }
 
+    /// Refuses, at start-up, a layout the sandboxed code cannot use: under Landlock (no mount
+    /// namespace) and as root, sandboxed code runs as uid 65534 and sees host paths, so the
+    /// workspaces' folder and the interpreter must sit below directories every user can search.
+    /// (Bubblewrap mounts both into the sandbox; a non-root user's code runs as that user.)
+    /// `workspaces` is the folder holding the workspaces; it may not exist yet (folders we create
+    /// are searchable).
+    pub fn check_layout(&self, workspaces: &Path) -> Result<(), SandboxError> {
+        let (Backend::Landlock(_), Some((uid, _))) = (&self.inner.backend, self.inner.run_as)
+        else {
+            return Ok(());
+        };
+        if let Some(dir) = workspace::first_closed_ancestor(workspaces) {
+            return Err(SandboxError::Workspace {
+                path: workspaces.to_path_buf(),
+                reason: format!(
+                    "sandboxed code runs as uid {uid} under Landlock and cannot reach it: {} is                      not searchable by other users (mode {:o}); set [tools.workspaces] root (or                      XDG_DATA_HOME) to a folder every user can search, such as                      /var/lib/toolbridge/workspaces (the default as root), or install bubblewrap",
+                    dir.display(),
+                    workspace::mode_of(&dir) & 0o7777,
+                ),
+            });
+        }
+        let python = &self.inner.python;
+        if let Some(dir) = workspace::first_closed_ancestor(python) {
+            return Err(SandboxError::Setup(format!(
+                "the interpreter {} is out of reach of the sandboxed code (uid {uid} under                  Landlock): {} is not searchable by other users (mode {:o}); make a venv where it                  is (`toolbridge sandbox setup --venv /var/lib/toolbridge/sandbox/venv`) and set                  [tools.sandbox] python, or install bubblewrap",
+                python.display(),
+                dir.display(),
+                workspace::mode_of(&dir) & 0o7777,
+            )));
+        }
+        Ok(())
+    }
+
     /// Creates `host/{uploads,downloads,outputs}` and, when sandboxed code runs as another uid,
     /// hands the workspace to that uid.
     pub fn prepare_workspace(&self, host: &Path) -> Result<(), SandboxError> {
@@ -183,13 +228,16 @@ impl Sandbox {
             )
             .chain(inner.config.read_only_paths.iter().cloned())
             .collect::<Vec<_>>();
+        let confinement = Confinement {
+            workspace: &workspace,
+            extra_ro: &extra_ro,
+            env: &env,
+            limits,
+            run_as: inner.run_as,
+        };
         let mut cmd = match &inner.backend {
-            Backend::Bubblewrap(b) => {
-                b.command(&workspace, &extra_ro, &env, limits, inner.run_as, spec)
-            }
-            Backend::Landlock(l) => {
-                l.command(&workspace, &extra_ro, &env, limits, inner.run_as, spec)?
-            }
+            Backend::Bubblewrap(b) => b.command(&confinement, spec),
+            Backend::Landlock(l) => l.command(&confinement, spec)?,
             Backend::Unsandboxed => {
                 tracing::warn!(
                     program = %spec.program.display(),

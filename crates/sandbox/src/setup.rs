@@ -26,15 +26,10 @@ pub const PACKAGES: &[&str] = &[
     "beautifulsoup4",
 ];
 
-/// `$XDG_DATA_HOME/toolbridge/sandbox/venv` (default `~/.local/share/toolbridge/sandbox/venv`).
+/// `<data folder>/sandbox/venv` (see [`crate::paths`]: `~/.local/share/toolbridge/sandbox/venv`,
+/// or `/var/lib/toolbridge/sandbox/venv` as root).
 pub fn default_venv_dir() -> Option<PathBuf> {
-    let data = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local").join("share"))
-        })?;
-    Some(data.join("toolbridge").join("sandbox").join("venv"))
+    Some(crate::paths::data_dir()?.join("sandbox").join("venv"))
 }
 
 /// The interpreter a venv is made from: Debian's `/usr/bin/python3` when present (it lives in
@@ -61,7 +56,9 @@ pub fn setup_venv(dir: Option<&Path>) -> Result<PathBuf, SandboxError> {
     let dir = match dir {
         Some(d) => d.to_path_buf(),
         None => default_venv_dir().ok_or_else(|| {
-            SandboxError::Setup("neither XDG_DATA_HOME nor HOME is set: pass --venv DIR".into())
+            SandboxError::Setup(
+                "no data folder (neither XDG_DATA_HOME nor HOME is set): pass --venv DIR".into(),
+            )
         })?,
     };
     let python = dir.join("bin").join("python");

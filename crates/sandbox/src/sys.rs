@@ -108,6 +108,46 @@ pub struct ChildSetup {
     pub last_cap: u32,
     pub ruleset: OwnedFd,
     pub seccomp: Vec<libc::sock_filter>,
+    /// The command's own PID namespace (see [`PidNamespace`]).
+    pub pid_namespace: PidNamespace,
+}
+
+/// Contains everything a Landlock-sandboxed command starts, however it detaches (`setsid`,
+/// double fork, `start_new_session`): the command runs as a child of a small reaper that is
+/// PID 1 of a fresh PID namespace. When the command exits the reaper exits, and the kernel
+/// SIGKILLs every other process of the namespace and refuses new ones in it; a process cannot
+/// leave its PID namespace, so nothing escapes. A process group or session (what `kill_group`
+/// reaches) can be left with one `setsid`; a cgroup needs a writable, delegated hierarchy most
+/// containers lack. The chain is: the spawned process (outside, waits for the reaper and passes
+/// its exit code on) → the reaper (PID 1, reaps orphans) → the command (normal signal
+/// semantics, unlike a PID 1). Killing the spawned process or its process group (timeout,
+/// `kill_on_drop`) kills the reaper and so the whole namespace; the spawned process itself dies
+/// with its parent (PR_SET_PDEATHSIG, like bubblewrap's `--die-with-parent`).
+pub struct PidNamespace {
+    /// Our pid, to notice a parent that died before the death signal was armed.
+    pub parent: libc::pid_t,
+    /// `Some((uid_map, gid_map))`: not root, so the PID namespace needs a user namespace of
+    /// its own (unprivileged user namespaces), mapping only our own uid and gid to themselves.
+    pub user_maps: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl PidNamespace {
+    /// For the current process: root creates the PID namespace directly, anyone else inside a
+    /// user namespace that maps only their own ids.
+    pub fn for_current_process() -> PidNamespace {
+        let user_maps = (!rustix::process::geteuid().is_root()).then(|| {
+            let uid = rustix::process::getuid().as_raw();
+            let gid = rustix::process::getgid().as_raw();
+            (
+                format!("{uid} {uid} 1\n").into_bytes(),
+                format!("{gid} {gid} 1\n").into_bytes(),
+            )
+        });
+        PidNamespace {
+            parent: rustix::process::getpid().as_raw_nonzero().get(),
+            user_maps,
+        }
+    }
 }
 
 /// Installs `setup` as the command's `pre_exec` hook.
@@ -145,6 +185,9 @@ fn child_setup(s: &ChildSetup) -> io::Result<()> {
         // Session (and process group) leader: `kill_group` reaches everything it starts, and
         // it has no controlling terminal to inject input into.
         check(libc::setsid())?;
+        // No core dumps from the helper processes either.
+        set_limit(libc::RLIMIT_CORE, 0, 0)?;
+        enter_pid_namespace(&s.pid_namespace)?;
         let r = &s.rlimits;
         set_limit(libc::RLIMIT_AS, r.address_space, r.address_space)?;
         set_limit(libc::RLIMIT_CPU, r.cpu_soft, r.cpu_hard)?;
@@ -185,6 +228,149 @@ fn child_setup(s: &ChildSetup) -> io::Result<()> {
             0,
             0,
         ))?;
+    }
+    Ok(())
+}
+
+/// The exit code a shell would report for `status`: the code, or 128 + the signal.
+fn exit_code(status: libc::c_int) -> libc::c_int {
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else if libc::WIFSIGNALED(status) {
+        128 + libc::WTERMSIG(status)
+    } else {
+        1
+    }
+}
+
+/// Closes every descriptor from `from` on (`close_range`, or one by one on old kernels).
+fn close_from(from: libc::c_uint) {
+    // SAFETY: closing descriptors is async-signal-safe; this process owns all of them.
+    unsafe {
+        if libc::syscall(libc::SYS_close_range, from, libc::c_uint::MAX, 0u32) < 0 {
+            for fd in from..4096 {
+                libc::close(fd as libc::c_int);
+            }
+        }
+    }
+}
+
+/// Writes `data` to `path` (a `/proc/self` file), for the user namespace's id maps.
+fn write_proc(path: &std::ffi::CStr, data: &[u8]) -> io::Result<()> {
+    // SAFETY: `path` is NUL-terminated, `data` outlives the call; open/write/close are
+    // async-signal-safe.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let n = libc::write(fd, data.as_ptr().cast(), data.len());
+        let err = io::Error::last_os_error();
+        libc::close(fd);
+        if usize::try_from(n).ok() != Some(data.len()) {
+            return Err(err);
+        }
+    }
+    Ok(())
+}
+
+/// Waits for `pid`, retrying on EINTR; `None` when there is nothing to wait for.
+fn wait_for(pid: libc::pid_t) -> Option<(libc::pid_t, libc::c_int)> {
+    loop {
+        let mut status = 0;
+        // SAFETY: `status` is a valid out-pointer; waitpid is async-signal-safe.
+        let ret = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if ret >= 0 {
+            return Some((ret, status));
+        }
+        if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return None;
+        }
+    }
+}
+
+/// Puts the rest of the child's setup, and the program, into a new PID namespace (see
+/// [`PidNamespace`]). Returns in the process that goes on to `exec` the program; the two
+/// helper processes never return and end with `_exit`.
+fn enter_pid_namespace(ns: &PidNamespace) -> io::Result<()> {
+    // SAFETY (whole function): plain async-signal-safe syscalls on data prepared before the
+    // fork (see the module comment); the helpers only wait and `_exit`.
+    unsafe {
+        check(libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        ))?;
+        if libc::getppid() != ns.parent {
+            libc::_exit(128 + libc::SIGKILL);
+        }
+        match &ns.user_maps {
+            None => check(libc::unshare(libc::CLONE_NEWPID))?,
+            Some((uid_map, gid_map)) => {
+                check(libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID))?;
+                write_proc(c"/proc/self/setgroups", b"deny")?;
+                write_proc(c"/proc/self/uid_map", uid_map)?;
+                write_proc(c"/proc/self/gid_map", gid_map)?;
+            }
+        }
+        // Our end (read) stays open while we live: the reaper sees POLLERR on its end once we
+        // are gone, which closes the race between its fork and arming its death signal.
+        let mut pipe = [0 as libc::c_int; 2];
+        check(libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC))?;
+        let (alive_r, alive_w) = (pipe[0], pipe[1]);
+        let reaper = libc::fork();
+        if reaper < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if reaper > 0 {
+            // Outside: keep nothing but the liveness pipe (std's exec-error pipe included,
+            // so the spawn returns once the program has been executed), wait, pass the code on.
+            libc::close(alive_w);
+            for fd in 0..alive_r {
+                libc::close(fd);
+            }
+            close_from((alive_r + 1) as libc::c_uint);
+            let code = match wait_for(reaper) {
+                Some((_, status)) => exit_code(status),
+                None => 1,
+            };
+            libc::_exit(code);
+        }
+        // PID 1 of the namespace.
+        libc::close(alive_r);
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        let mut poll = libc::pollfd {
+            fd: alive_w,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        if libc::poll(&mut poll, 1, 0) < 0 || poll.revents & (libc::POLLERR | libc::POLLHUP) != 0 {
+            libc::_exit(128 + libc::SIGKILL);
+        }
+        let program = libc::fork();
+        if program < 0 {
+            libc::_exit(126);
+        }
+        if program > 0 {
+            close_from(0);
+            // Reap orphans until the program itself ends; our exit then ends the namespace.
+            loop {
+                match wait_for(-1) {
+                    Some((pid, status)) if pid == program => libc::_exit(exit_code(status)),
+                    Some(_) => {}
+                    None => libc::_exit(1),
+                }
+            }
+        }
+        libc::close(alive_w);
     }
     Ok(())
 }

@@ -33,7 +33,8 @@ pub fn prepare(
                     "the sandboxed code runs as uid {uid} and, under Landlock (no mount \
                      namespace), cannot reach this folder: a parent directory is not searchable \
                      by others (e.g. /root is mode 700); put the workspaces under a directory \
-                     such as /var/lib/toolbridge ([tools] workspace), or install bubblewrap"
+                     such as /var/lib/toolbridge/workspaces ([tools.workspaces] root), or install \
+                     bubblewrap"
                 )));
             }
         }
@@ -47,6 +48,22 @@ pub fn world_reachable(path: &Path) -> bool {
     path.ancestors()
         .skip(1)
         .all(|dir| std::fs::metadata(dir).is_ok_and(|m| m.mode() & 0o001 != 0))
+}
+
+/// The first existing directory above `path` (or `path` itself, when it is an existing directory)
+/// that other users cannot search; folders not created yet do not count (we create them
+/// searchable).
+pub fn first_closed_ancestor(path: &Path) -> Option<PathBuf> {
+    path.ancestors()
+        .filter_map(|dir| std::fs::metadata(dir).ok().map(|m| (dir, m)))
+        .filter(|(_, m)| m.is_dir())
+        .find(|(_, m)| m.mode() & 0o001 == 0)
+        .map(|(dir, _)| dir.to_path_buf())
+}
+
+/// The permission bits of a path (0 when unreadable).
+pub fn mode_of(path: &Path) -> u32 {
+    std::fs::metadata(path).map(|m| m.mode()).unwrap_or(0)
 }
 
 /// A fresh path for a probe's throwaway workspace: unique per process and call, since probes
@@ -134,4 +151,24 @@ fn uid_of(uid: u32) -> rustix::fs::Uid {
 
 fn gid_of(gid: u32) -> rustix::fs::Gid {
     rustix::fs::Gid::from_raw(gid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_first_folder_others_cannot_search_is_found_and_missing_folders_do_not_count() {
+        let tmp = tempfile::tempdir().unwrap();
+        let closed = tmp.path().join("closed");
+        std::fs::create_dir(&closed).unwrap();
+        std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let below = closed.join("not").join("yet");
+        assert_eq!(first_closed_ancestor(&below), Some(closed.clone()));
+        assert_eq!(mode_of(&closed) & 0o7777, 0o700);
+        std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o711)).unwrap();
+        assert_eq!(first_closed_ancestor(&below), None);
+    }
 }

@@ -18,6 +18,8 @@
 //! (listener closed, all connections aborted) when the [`TestUpstream`] is dropped.
 
 mod anthropic;
+pub mod blessed;
+mod huge;
 mod openai;
 mod plan;
 mod server;
@@ -199,6 +201,11 @@ pub enum Behavior {
     /// Streams `after_chunks` chunks, then a `data: {not json` line, then continues.
     /// For a non-streaming request the body starts with `{not json` (invalid JSON).
     MalformedSse { after_chunks: usize, reply: Reply },
+    /// A reply whose text is `bytes` bytes long, generated while it is sent (the server never
+    /// holds it): streamed as 64 KiB text deltas when the request streams, else one JSON body
+    /// without `Content-Length`. `json` sends the JSON body even to a streaming request (as a
+    /// compatible server that ignores `stream` does).
+    Huge { bytes: u64, json: bool },
 }
 
 impl From<Reply> for Behavior {

@@ -21,8 +21,8 @@ use crate::{anthropic, openai, Behavior, Recorded, Reply, Shared};
 
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
-        .route("/v1/chat/completions", post(chat_completions))
-        .route("/v1/messages", post(messages))
+        .route("/v1/chat/completions", post(endpoint(Endpoint::OpenAi)))
+        .route("/v1/messages", post(endpoint(Endpoint::Anthropic)))
         .route("/v1/models", get(models))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
@@ -64,22 +64,22 @@ pub(crate) async fn serve(listener: tokio::net::TcpListener, router: Router) {
     }
 }
 
-async fn chat_completions(
-    State(shared): State<Arc<Shared>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    handle(&shared, Endpoint::OpenAi, &uri, &headers, &body).await
-}
-
-async fn messages(
-    State(shared): State<Arc<Shared>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    handle(&shared, Endpoint::Anthropic, &uri, &headers, &body).await
+/// The handler of one API's route: both APIs are served by [`handle`], told which one it is.
+fn endpoint(
+    endpoint: Endpoint,
+) -> impl Fn(
+    State<Arc<Shared>>,
+    Uri,
+    HeaderMap,
+    Bytes,
+) -> futures::future::BoxFuture<'static, Response>
+       + Clone
+       + Send
+       + Sync
+       + 'static {
+    move |State(shared), uri, headers, body| {
+        Box::pin(async move { handle(&shared, endpoint, &uri, &headers, &body).await })
+    }
 }
 
 async fn models() -> Response {
@@ -199,6 +199,9 @@ async fn handle(
                 after: after_chunks,
             },
         ),
+        Some(Behavior::Huge { bytes, json }) => {
+            crate::huge::response(endpoint, bytes, json || !ctx.stream)
+        }
         Some(Behavior::MalformedSse {
             after_chunks,
             reply,

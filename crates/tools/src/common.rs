@@ -17,7 +17,7 @@ pub const SANDBOX_WORKSPACE: &str = "/workspace";
 pub fn seed_spec(name: &str, description: &str, schema: &str) -> ToolSpec {
     let parameters: Value = serde_json::from_str(schema).unwrap_or_else(|e| {
         // The schemas are constants checked by this crate's tests; never reached.
-        tracing::error!(tool = name, error = %e, "seed schema does not parse");
+        tracing::error!(tool = name, error = %e, "the built-in tool's schema text does not parse");
         Value::Object(Default::default())
     });
     ToolSpec::new(name, description, parameters)

@@ -7,9 +7,8 @@
 //! nothing the server sends (path, `Content-Disposition`) is used. The model gets the sandbox path
 //! `/workspace/downloads/<name>`; on the host it is `<workspace>/downloads/<name>`.
 
-use futures::future::BoxFuture;
 use serde_json::Value;
-use toolbridge_agent::{Tool, ToolContext, ToolError};
+use toolbridge_agent::{Tool, ToolContext, ToolError, ToolFuture};
 use toolbridge_protocol::texts;
 use toolbridge_protocol::types::ToolSpec;
 
@@ -91,11 +90,7 @@ impl Tool for FetchImage {
         &self.spec
     }
 
-    fn invoke(
-        &self,
-        args: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<String, ToolError>> {
+    fn invoke(&self, args: Value, ctx: ToolContext) -> ToolFuture {
         let guard = self.guard.clone();
         Box::pin(async move {
             let url = args

@@ -95,6 +95,40 @@ fn walk(
 /// at any moment; checking `dir` by path and then creating by path would let a folder swapped
 /// for a link in between put our file anywhere on the host.
 pub fn create_new_in(dir: &Path, name: &str) -> std::io::Result<std::fs::File> {
+    let fd = open_in(
+        dir,
+        name,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )?;
+    Ok(std::fs::File::from(fd))
+}
+
+/// Opens `dir/name` for reading when it is a regular file, refusing to follow a link at either
+/// step (`dir` opened with `O_NOFOLLOW | O_DIRECTORY`, the file relative to that handle with
+/// `O_NOFOLLOW`, then checked to be a regular file): sandboxed code must not make the host read
+/// (and send on) a host file through a link planted in the workspace.
+pub fn open_regular_in(dir: &Path, name: &str) -> std::io::Result<std::fs::File> {
+    let fd = open_in(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    )?;
+    let stat = rustix::fs::fstat(&fd)?;
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{name:?} is not a regular file"),
+        ));
+    }
+    Ok(std::fs::File::from(fd))
+}
+
+/// `name` (a plain file name, never a path) opened with `flags` relative to `dir`, itself opened
+/// with `O_NOFOLLOW | O_DIRECTORY`: the step both [`create_new_in`] and [`open_regular_in`] take
+/// so that no link on the way is followed.
+fn open_in(dir: &Path, name: &str, flags: OFlags, mode: Mode) -> std::io::Result<OwnedFd> {
     if name.is_empty() || name.contains('/') || name == "." || name == ".." {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -102,13 +136,7 @@ pub fn create_new_in(dir: &Path, name: &str) -> std::io::Result<std::fs::File> {
         ));
     }
     let parent = open_dir(rustix::fs::CWD, dir)?;
-    let fd = rustix::fs::openat(
-        &parent,
-        name,
-        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o644),
-    )?;
-    Ok(std::fs::File::from(fd))
+    Ok(rustix::fs::openat(&parent, name, flags, mode)?)
 }
 
 #[cfg(test)]
@@ -172,6 +200,44 @@ mod tests {
         std::os::unix::fs::symlink(&elsewhere, &dir).unwrap();
         assert!(create_new_in(&dir, "c.png").is_err());
         assert!(!elsewhere.join("c.png").exists());
+    }
+
+    #[test]
+    fn open_regular_in_refuses_links_folders_and_fifos() {
+        use std::io::Read;
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("uploads");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("a.png"), "png").unwrap();
+        let mut s = String::new();
+        open_regular_in(&dir, "a.png")
+            .unwrap()
+            .read_to_string(&mut s)
+            .unwrap();
+        assert_eq!(s, "png");
+        let secret = d.path().join("secret");
+        std::fs::write(&secret, "key").unwrap();
+        std::os::unix::fs::symlink(&secret, dir.join("link.png")).unwrap();
+        assert!(open_regular_in(&dir, "link.png").is_err());
+        std::fs::create_dir(dir.join("sub")).unwrap();
+        assert!(open_regular_in(&dir, "sub").is_err());
+        assert!(open_regular_in(&dir, "../secret").is_err());
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.join("fifo"),
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        assert!(open_regular_in(&dir, "fifo").is_err());
+        // The folder swapped for a link to a folder holding a file of the same name.
+        let elsewhere = d.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("a.png"), "host").unwrap();
+        std::fs::rename(&dir, d.path().join("old")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &dir).unwrap();
+        assert!(open_regular_in(&dir, "a.png").is_err());
     }
 
     #[test]

@@ -25,7 +25,7 @@ pub mod terminal;
 pub mod web_fetch;
 pub mod workspace;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -151,6 +151,18 @@ pub fn register_with(
     let shared_sandbox = if needs_sandbox {
         Some(
             toolbridge_sandbox::Sandbox::new(config.sandbox.clone())
+                .and_then(|sandbox| {
+                    // A fixed workspace is handed to the sandbox uid itself; what must be
+                    // searchable is the folder above it.
+                    let workspaces = match &config.workspace {
+                        Some(fixed) => fixed.parent().map(Path::to_path_buf),
+                        None => config.workspaces.root(),
+                    };
+                    match workspaces {
+                        Some(dir) => sandbox.check_layout(dir.as_path()).map(|()| sandbox),
+                        None => Ok(sandbox),
+                    }
+                })
                 .map_err(|e| SetupError::Config(e.to_string()))?,
         )
     } else {

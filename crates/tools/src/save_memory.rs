@@ -13,9 +13,8 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use serde_json::Value;
-use toolbridge_agent::{Tool, ToolContext, ToolError};
+use toolbridge_agent::{Tool, ToolContext, ToolError, ToolFuture};
 use toolbridge_protocol::texts;
 use toolbridge_protocol::types::ToolSpec;
 
@@ -64,11 +63,7 @@ impl Tool for SaveMemory {
         true
     }
 
-    fn invoke(
-        &self,
-        args: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<String, ToolError>> {
+    fn invoke(&self, args: Value, ctx: ToolContext) -> ToolFuture {
         let store = Arc::clone(&self.store);
         Box::pin(async move {
             let text = |k: &str| {

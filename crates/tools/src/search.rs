@@ -6,10 +6,9 @@
 
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolbridge_agent::{Tool, ToolContext, ToolError};
+use toolbridge_agent::{Tool, ToolContext, ToolError, ToolFuture};
 use toolbridge_protocol::texts;
 use toolbridge_protocol::types::ToolSpec;
 
@@ -127,11 +126,7 @@ impl Tool for WebSearch {
         &self.spec
     }
 
-    fn invoke(
-        &self,
-        args: Value,
-        _ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<String, ToolError>> {
+    fn invoke(&self, args: Value, _ctx: ToolContext) -> ToolFuture {
         let backend = self.backend.clone();
         let client = self.client.clone();
         Box::pin(async move {

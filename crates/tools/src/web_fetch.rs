@@ -7,9 +7,8 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use serde_json::Value;
-use toolbridge_agent::{Tool, ToolContext, ToolError};
+use toolbridge_agent::{Tool, ToolContext, ToolError, ToolFuture};
 use toolbridge_protocol::texts;
 use toolbridge_protocol::types::ToolSpec;
 
@@ -46,11 +45,7 @@ impl Tool for WebFetch {
         &self.spec
     }
 
-    fn invoke(
-        &self,
-        args: Value,
-        _ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<String, ToolError>> {
+    fn invoke(&self, args: Value, _ctx: ToolContext) -> ToolFuture {
         let guard = self.guard.clone();
         Box::pin(async move {
             let mut urls = one_or_many(&args, "url", "urls");

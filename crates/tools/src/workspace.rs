@@ -110,8 +110,9 @@ pub fn new_conversation_id() -> String {
     )
 }
 
-/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+/// Days since 1970-01-01 to a civil date `(year, month, day)` in the proleptic Gregorian calendar
+/// (Howard Hinnant's algorithm); negative days are before 1970.
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -240,6 +241,51 @@ impl Workspace {
             "{}/uploads/{target_name}",
             crate::common::SANDBOX_WORKSPACE
         ))
+    }
+
+    /// Writes `bytes` into `uploads/` as a new file named after `name` (sanitized; a name already
+    /// there gets `-2`, `-3`, …); returns the path inside the sandbox. No link is followed.
+    pub fn attach_bytes(&self, name: &str, bytes: &[u8]) -> Result<String, WorkspaceError> {
+        use std::io::Write;
+        let name = sanitize_name(name);
+        let uploads = self.path.join("uploads");
+        std::fs::create_dir_all(&uploads).map_err(io(&uploads))?;
+        let target = free_name(&uploads, &name);
+        let target_name = target
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or(&name)
+            .to_owned();
+        let mut dst = crate::fswalk::create_new_in(&uploads, &target_name).map_err(io(&target))?;
+        dst.write_all(bytes).map_err(io(&target))?;
+        Ok(format!(
+            "{}/uploads/{target_name}",
+            crate::common::SANDBOX_WORKSPACE
+        ))
+    }
+
+    /// The content of a file under `outputs/` (as [`Workspace::new_outputs`] lists them), at
+    /// most `max` bytes (longer: an error). Sandboxed code controls that tree, so the file is
+    /// opened without following links and must be a regular file.
+    pub fn read_output(&self, relative: &str, max: u64) -> Result<Vec<u8>, WorkspaceError> {
+        use std::io::Read;
+        let path = self.path.join("outputs").join(relative);
+        let (dir, name) = match (path.parent(), path.file_name().and_then(|n| n.to_str())) {
+            (Some(dir), Some(name)) if !relative.split('/').any(|c| c == "..") => (dir, name),
+            _ => return Err(WorkspaceError::NotAFile(path)),
+        };
+        let file = crate::fswalk::open_regular_in(dir, name).map_err(io(&path))?;
+        let mut out = Vec::new();
+        file.take(max + 1)
+            .read_to_end(&mut out)
+            .map_err(io(&path))?;
+        if out.len() as u64 > max {
+            return Err(WorkspaceError::Io {
+                path,
+                source: std::io::Error::other(format!("larger than {max} bytes")),
+            });
+        }
+        Ok(out)
     }
 
     /// The files under `outputs/` with their sizes and modification times (sandboxed code

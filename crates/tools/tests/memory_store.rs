@@ -130,6 +130,28 @@ async fn memory_writer_child() {
 
 /// Starts the child writer, kills it (SIGKILL) after `at_least` commits, and returns the facts
 /// it reported committed.
+/// After a writer of `user`'s facts was killed: every fact it reported committed is stored,
+/// nothing it did not write is, and the store still takes writes.
+async fn assert_survived(store: &dyn MemoryStore, user: &str, committed: &[String]) {
+    let stored: std::collections::HashSet<String> = store
+        .list(Some(user.to_owned()), None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.memory_text)
+        .collect();
+    for f in committed {
+        assert!(stored.contains(f), "committed {f} is missing");
+    }
+    // Facts committed between the last line read and the kill may be there too (that is not a
+    // loss); what must never be there is anything the writer did not write.
+    assert!(
+        stored.iter().all(|f| f.starts_with("fact ")),
+        "unexpected entries: {stored:?}"
+    );
+    store.add(fact(user, "after", None)).await.unwrap();
+}
+
 fn kill_during_writes(url: &str, user: &str, at_least: usize) -> Vec<String> {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
@@ -174,24 +196,7 @@ async fn sqlite_survives_a_kill_during_writes() {
         .unwrap();
     let store = SqliteStore::new(path.clone());
     assert_eq!(store.integrity_check().await.unwrap(), "ok");
-    let stored: std::collections::HashSet<String> = store
-        .list(Some("killed".into()), None)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| m.memory_text)
-        .collect();
-    for f in &committed {
-        assert!(stored.contains(f), "committed {f} is missing");
-    }
-    // Facts committed between the last line read and the kill may be there too (that is not a
-    // loss); what must never be there is anything the writer did not write.
-    assert!(
-        stored.iter().all(|f| f.starts_with("fact ")),
-        "unexpected entries: {stored:?}"
-    );
-    // And it still takes writes.
-    store.add(fact("killed", "after", None)).await.unwrap();
+    assert_survived(&store, "killed", &committed).await;
 }
 
 #[tokio::test]
@@ -203,19 +208,5 @@ async fn postgres_survives_a_kill_during_writes() {
         .await
         .unwrap();
     let store = open_store(Some(&url)).unwrap();
-    let stored: std::collections::HashSet<String> = store
-        .list(Some(user.clone()), None)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| m.memory_text)
-        .collect();
-    for f in &committed {
-        assert!(stored.contains(f), "committed {f} is missing");
-    }
-    assert!(
-        stored.iter().all(|f| f.starts_with("fact ")),
-        "unexpected entries: {stored:?}"
-    );
-    store.add(fact(&user, "after", None)).await.unwrap();
+    assert_survived(store.as_ref(), &user, &committed).await;
 }

@@ -71,8 +71,14 @@ async fn ok(tool: &PythonExecute, ctx: &ToolContext, code: &str) -> String {
 }
 
 async fn tool_error(tool: &PythonExecute, ctx: &ToolContext, code: &str) -> String {
+    error_of(tool, ctx, code).await.0
+}
+
+/// A tool error's text and whether it is transient (a repeat of the call runs again).
+async fn error_of(tool: &PythonExecute, ctx: &ToolContext, code: &str) -> (String, bool) {
     match run(tool, ctx, code).await {
-        Err(ToolError::Tool(text)) => text,
+        Err(ToolError::Tool(text)) => (text, false),
+        Err(ToolError::Transient(text)) => (text, true),
         other => panic!("{code:?}: expected a tool error, got {other:?}"),
     }
 }
@@ -236,12 +242,14 @@ async fn a_cell_over_its_time_budget_is_interrupted_and_state_is_kept() {
     let ctx = context(ws.path(), "c1");
     ok(&tool, &ctx, "n = 0").await;
     let started = Instant::now();
-    let err = tool_error(
+    let (err, transient) = error_of(
         &tool,
         &ctx,
         "import time\nwhile True:\n    n += 1\n    time.sleep(0.01)",
     )
     .await;
+    // A timed-out cell may finish when tried again: a repeat runs instead of being skipped.
+    assert!(transient, "{err}");
     assert!(started.elapsed() < Duration::from_secs(4));
     assert!(err.contains("KeyboardInterrupt"), "{err}");
     assert!(err.ends_with(&texts::python_cell_timeout(1)), "{err}");
@@ -612,7 +620,9 @@ async fn lone_surrogates_do_not_break_the_reply() {
     )
     .await;
     let started = Instant::now();
-    let err = tool_error(&tool, &ctx, "raise ValueError('bad ' + bad)").await;
+    let (err, transient) = error_of(&tool, &ctx, "raise ValueError('bad ' + bad)").await;
+    // An exception is final: the same cell fails the same way again.
+    assert!(!transient, "{err}");
     assert!(started.elapsed() < Duration::from_secs(10));
     assert!(err.contains("ValueError: bad \\udcff"), "{err}");
     assert_eq!(ok(&tool, &ctx, "bad").await, "'\\udcff'");
@@ -850,4 +860,25 @@ async fn the_reaper_keeps_a_slot_held_by_a_call() {
     drop(fresh);
     pool.reap(Duration::from_secs(1));
     assert!(!pool.slot(key).try_lock().unwrap().expired);
+}
+
+/// A second run (`run --conversation ID` again: another process, so a new tool) in a workspace
+/// whose interpreter is gone says so once, on its first result.
+#[tokio::test]
+async fn a_new_session_in_a_workspace_that_had_one_says_the_state_is_gone() {
+    let Some(first) = tool() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = context(ws.path(), "c1");
+    assert_eq!(ok(&first, &ctx, "x = 41").await, texts::PYTHON_NO_OUTPUT);
+    drop(first);
+    let second = tool().unwrap();
+    let err = tool_error(&second, &ctx, "x").await;
+    assert!(err.starts_with(texts::PYTHON_SESSION_NEW_PROCESS), "{err}");
+    assert!(err.contains("NameError"), "{err}");
+    // Only the first result of the new session carries it.
+    assert_eq!(ok(&second, &ctx, "x = 1; x").await, "1");
+    // A workspace that never had a session gets no note.
+    let fresh = tempfile::tempdir().unwrap();
+    let fresh_ctx = context(fresh.path(), "c2");
+    assert_eq!(ok(&second, &fresh_ctx, "print('hi')").await, "hi");
 }

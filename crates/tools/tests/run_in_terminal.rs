@@ -142,6 +142,16 @@ async fn output_is_cut_at_2000_characters_with_the_seed_note() {
 }
 
 /// Processes whose command line holds `marker`, host-wide.
+/// No process with `marker` on its command line is left (waiting up to 3 s: a killed process's
+/// exit is reaped a moment after the signal).
+async fn assert_no_process_left(marker: &str, isolation: &str) {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !processes_with(marker).is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(processes_with(marker), Vec::<String>::new(), "{isolation}");
+}
+
 fn processes_with(marker: &str) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -159,12 +169,13 @@ fn processes_with(marker: &str) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn a_long_command_gets_the_seed_timeout_text_and_its_process_group_is_killed() {
+async fn a_long_command_gets_the_timeout_text_with_the_real_seconds_and_its_process_group_is_killed(
+) {
     for sandbox in sandboxes() {
         let s = setup(
             &sandbox,
             TerminalConfig {
-                timeout_secs: 1,
+                timeout_secs: 2,
                 ..TerminalConfig::default()
             },
         );
@@ -175,10 +186,14 @@ async fn a_long_command_gets_the_seed_timeout_text_and_its_process_group_is_kill
         let took = started.elapsed();
         assert_eq!(
             (r.status, r.for_model.as_str()),
-            (CallStatus::ToolError, texts::TERMINAL_TIMEOUT),
+            (CallStatus::ToolError, "Command timeout after 2s"),
             "{}",
             s.isolation
         );
+        // A repeat of a timed-out command runs again (it is not skipped as a duplicate).
+        assert!(r.transient, "{}", s.isolation);
+        // The default (120 s) is the seed's text byte for byte.
+        assert_eq!(texts::terminal_timeout(120), texts::TERMINAL_TIMEOUT);
         assert_eq!(texts::TERMINAL_TIMEOUT, "Command timeout after 120s");
         assert!(
             took < Duration::from_secs(10),
@@ -186,16 +201,7 @@ async fn a_long_command_gets_the_seed_timeout_text_and_its_process_group_is_kill
             s.isolation
         );
         // SIGKILL is delivered at once, the exit is reaped a moment later.
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while !processes_with(&marker).is_empty() && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        assert_eq!(
-            processes_with(&marker),
-            Vec::<String>::new(),
-            "{}",
-            s.isolation
-        );
+        assert_no_process_left(&marker, &s.isolation.to_string()).await;
     }
 }
 
@@ -212,16 +218,7 @@ async fn background_processes_do_not_hold_the_call_open() {
             "{}",
             s.isolation
         );
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while !processes_with(&marker).is_empty() && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        assert_eq!(
-            processes_with(&marker),
-            Vec::<String>::new(),
-            "{}",
-            s.isolation
-        );
+        assert_no_process_left(&marker, &s.isolation.to_string()).await;
     }
 }
 

@@ -525,6 +525,7 @@ async fn image_generate_and_edit_against_an_openai_images_fake() {
         api_key: Some("img-key".into()),
         response_format: None,
         timeout: std::time::Duration::from_secs(5),
+        sizes: vec![],
     };
     let tool = || ImageGenerate::new(Some(endpoint.clone()), common::guard(addr.port(), &[]));
     let (dir, ctx) = workspace();
@@ -542,7 +543,11 @@ async fn image_generate_and_edit_against_an_openai_images_fake() {
 
     let ((text, is_error), _, _) = through_loop(tool(), json!({"prompt": "an otter", "action": "generate", "base_image": "none", "n": 2, "size": "1024x1024"}), ctx.clone(), vec![]).await;
     assert!(!is_error, "{text}");
-    let paths: Vec<&str> = text.lines().skip(1).collect();
+    let paths: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .filter(|l| l.starts_with("/workspace/"))
+        .collect();
     assert_eq!(paths.len(), 2, "{text}");
     for p in &paths {
         let name = p.strip_prefix("/workspace/outputs/").unwrap();
@@ -600,14 +605,19 @@ async fn image_generate_and_edit_against_an_openai_images_fake() {
         3
     );
 
-    // An attachment that does not exist; then one that does.
+    // An attachment that does not exist; then one that does (this turn's attachments, in order;
+    // crates/tools/tests/images.rs covers the order and the references).
     std::fs::create_dir_all(dir.path().join("ws/uploads")).unwrap();
     std::fs::write(dir.path().join("ws/uploads/a-notes.txt"), "not an image").unwrap();
     std::fs::write(dir.path().join("ws/uploads/b-photo.png"), common::PNG).unwrap();
-    let ((text, is_error), _, _) = through_loop(tool(), json!({"prompt": "x", "action": "edit", "base_image": "current_attachment", "base_image_index": 2}), ctx.clone(), vec![]).await;
+    let turn = ToolContext {
+        attachments: vec!["a-notes.txt".into(), "b-photo.png".into()],
+        ..ctx.clone()
+    };
+    let ((text, is_error), _, _) = through_loop(tool(), json!({"prompt": "x", "action": "edit", "base_image": "current_attachment", "base_image_index": 2}), turn.clone(), vec![]).await;
     assert!(is_error);
-    assert_eq!(text, texts::images_no_attachment(2, 1));
-    let ((_, is_error), _, _) = through_loop(tool(), json!({"prompt": "x", "action": "edit", "base_image": "current_attachment", "base_image_index": 1}), ctx.clone(), vec![]).await;
+    assert_eq!(text, texts::images_no_turn_attachment(2, 1));
+    let ((_, is_error), _, _) = through_loop(tool(), json!({"prompt": "x", "action": "edit", "base_image": "current_attachment", "base_image_index": 1}), turn, vec![]).await;
     assert!(!is_error);
 
     let ((text, is_error), _, _) = through_loop(

@@ -8,7 +8,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 
 use futures::future::BoxFuture;
-use toolbridge_agent::approval::{ApprovalPolicy, ApprovalRequest, Approvals, Approver, CallRisk};
+use toolbridge_agent::approval::{ApprovalPolicy, ApprovalRequest, Approver, CallRisk};
 use toolbridge_protocol::types::ToolCall;
 
 pub struct TerminalApprover;
@@ -25,6 +25,8 @@ impl TerminalApprover {
                 return false;
             }
             tokio::task::spawn_blocking(move || {
+                // `chat` turns echo off while an answer streams; the answer typed here is seen.
+                let _echo = crate::term::tty::EchoOn::new();
                 let mut err = std::io::stderr().lock();
                 let _ = write!(err, "{question}");
                 let _ = err.flush();
@@ -124,15 +126,6 @@ pub fn parse_risk_override(s: &str) -> Result<(CallRisk, ApprovalPolicy), String
     Ok((level, policy))
 }
 
-/// The configured approvals tightened by the `--approve-risk` flags (never loosened).
-pub fn with_overrides(config: &Approvals, overrides: &[(CallRisk, ApprovalPolicy)]) -> Approvals {
-    let mut over = Approvals::loosest();
-    for (level, policy) in overrides {
-        over.risk.set(*level, *policy);
-    }
-    config.tightened_by(&over)
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -167,23 +160,12 @@ mod tests {
     }
 
     #[test]
-    fn overrides_parse_and_only_tighten() {
+    fn overrides_parse() {
         assert_eq!(
             parse_risk_override("high=deny"),
             Ok((CallRisk::High, ApprovalPolicy::Deny))
         );
         assert!(parse_risk_override("extreme=deny").is_err());
         assert!(parse_risk_override("high").is_err());
-        let base = Approvals::default();
-        let tightened = with_overrides(
-            &base,
-            &[
-                (CallRisk::High, ApprovalPolicy::Deny),
-                (CallRisk::Unknown, ApprovalPolicy::Allow),
-            ],
-        );
-        assert_eq!(tightened.risk.high, ApprovalPolicy::Deny);
-        assert_eq!(tightened.risk.unknown, ApprovalPolicy::Ask, "not loosened");
-        assert_eq!(tightened.risk.low, ApprovalPolicy::Allow);
     }
 }

@@ -1,8 +1,8 @@
-//! The agent on the command line: set-up, rendering and approval shared by `run` and `chat`.
+//! The agent on the command line: flags, session start, rendering and approval shared by `run`
+//! and `chat` (the composition itself is toolbridge-runtime's).
 
 pub mod approve;
-pub mod mcp;
+pub mod args;
 pub mod render;
 pub mod session;
-pub mod setup;
 pub mod workspace;

@@ -26,24 +26,35 @@ pub struct RunWorkspace {
     pub conversation: String,
     /// The host folder (created on first use by a tool or by `--attach`).
     pub path: Option<PathBuf>,
+    /// The names `--attach` gave the files in `uploads/`, in order: the first turn's
+    /// attachments (`ToolContext::attachments`).
+    pub attached: Vec<String>,
     before: OutputsSnapshot,
     tools: ToolsConfig,
 }
 
 impl RunWorkspace {
-    /// Picks the conversation, removes idle workspaces (never this one) and copies attachments.
-    /// Returns the note for the model listing the attachments (empty without any).
+    /// The conversation of a run: `--conversation`, else a new id (checked by
+    /// [`RunWorkspace::start`]).
+    pub fn conversation(args: &WorkspaceArgs) -> String {
+        args.conversation
+            .clone()
+            .unwrap_or_else(workspace::new_conversation_id)
+    }
+
+    /// Checks the conversation id (from [`RunWorkspace::conversation`]), removes idle
+    /// workspaces (never this one) and copies attachments. Returns the note for the model
+    /// listing the attachments (empty without any).
     pub fn start(
         args: &WorkspaceArgs,
+        conversation: String,
         tools: &ToolsConfig,
     ) -> anyhow::Result<(RunWorkspace, String)> {
-        let conversation = match &args.conversation {
-            Some(id) if workspace::valid_conversation(id) => id.clone(),
-            Some(id) => anyhow::bail!(
-                "--conversation {id:?}: use 1-100 letters, digits, '-', '_' or '.' (not starting with '.')"
-            ),
-            None => workspace::new_conversation_id(),
-        };
+        if !workspace::valid_conversation(&conversation) {
+            anyhow::bail!(
+                "--conversation {conversation:?}: use 1-100 letters, digits, '-', '_' or '.' (not starting with '.')"
+            );
+        }
         if tools.workspace.is_none() {
             if let (Some(root), Some(idle)) =
                 (tools.workspaces.root(), tools.workspaces.idle_limit())
@@ -59,6 +70,7 @@ impl RunWorkspace {
         let path = toolbridge_tools::workspace_for(tools, &conversation);
         let mut note = String::new();
         let mut before = OutputsSnapshot::default();
+        let mut attached = Vec::new();
         // Opened (and marked) up front when a tool will use it: a folder the tools created on
         // their own would have no marker, so the clean-up could never remove it and the next
         // run could not tell it from someone else's folder.
@@ -76,6 +88,9 @@ impl RunWorkspace {
                     .with_context(|| format!("--attach {}", file.display()))?;
                 let size = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
                 eprintln!("attached {} as {shown}", file.display());
+                if let Some(name) = shown.rsplit('/').next() {
+                    attached.push(name.to_owned());
+                }
                 lines.push(texts::attached_file_line(&shown, size));
             }
             if !lines.is_empty() {
@@ -86,6 +101,7 @@ impl RunWorkspace {
             RunWorkspace {
                 conversation,
                 path,
+                attached,
                 before,
                 tools: tools.clone(),
             },

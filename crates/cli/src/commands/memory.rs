@@ -27,7 +27,8 @@ enum MemoryCommand {
         /// Entries of every status (SUPERSEDED too).
         #[arg(long)]
         all: bool,
-        /// One JSON object per line.
+        /// A JSON array of the entries (`[]` when there are none); `created_at` stays Unix
+        /// seconds, `created` is the same time in RFC 3339 (UTC).
         #[arg(long)]
         json: bool,
     },
@@ -50,9 +51,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let status = (!all).then(|| ACTIVE.to_owned());
             let list = runtime.block_on(store.list(user, status))?;
             if json {
-                for m in &list {
-                    println!("{}", serde_json::to_string(m)?);
-                }
+                let entries = list
+                    .iter()
+                    .map(|m| {
+                        let mut entry = serde_json::to_value(m)?;
+                        if let Some(object) = entry.as_object_mut() {
+                            object.insert("created".into(), rfc3339_utc(m.created_at).into());
+                        }
+                        Ok(entry)
+                    })
+                    .collect::<serde_json::Result<Vec<_>>>()?;
+                println!("{}", serde_json::to_string_pretty(&entries)?);
             } else if list.is_empty() {
                 println!("(no memories)");
             } else {
@@ -71,7 +80,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         slot,
                         m.conversation.as_deref().unwrap_or("-"),
                         m.tool_call.as_deref().unwrap_or("-"),
-                        m.created_at
+                        rfc3339_utc(m.created_at)
                     );
                 }
             }
@@ -93,5 +102,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 ExitCode::SUCCESS
             })
         }
+    }
+}
+
+/// Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (the proleptic Gregorian calendar, UTC).
+fn rfc3339_utc(unix: i64) -> String {
+    let secs = unix.rem_euclid(86_400);
+    let (year, month, day) = toolbridge_tools::workspace::civil_from_days(unix.div_euclid(86_400));
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rfc3339_utc;
+
+    #[test]
+    fn unix_seconds_become_rfc3339() {
+        assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339_utc(1_700_000_000), "2023-11-14T22:13:20Z");
+        assert_eq!(rfc3339_utc(4_102_444_799), "2099-12-31T23:59:59Z");
+        assert_eq!(rfc3339_utc(-1), "1969-12-31T23:59:59Z");
     }
 }

@@ -1,6 +1,15 @@
 pub mod chat;
+pub mod completions;
+pub mod config_check;
+pub mod init;
 pub mod memory;
+#[cfg(feature = "embedded")]
 pub mod model;
+/// `toolbridge model` in a build without the embedded provider.
+#[cfg(not(feature = "embedded"))]
+#[path = "model_absent.rs"]
+pub mod model;
+pub mod models;
 pub mod net;
 pub mod parse;
 pub mod prompt;

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use toolbridge_protocol::mode::{encode, prompt_addition, EncodeOptions, ToolMode};
+use toolbridge_protocol::parser::Dialect;
 use toolbridge_protocol::texts::{self, CallTag};
 use toolbridge_protocol::types::{ChatRequest, ToolChoice, ToolSpec};
 
@@ -15,7 +16,9 @@ use toolbridge_protocol::types::{ChatRequest, ToolChoice, ToolSpec};
 /// exactly the text the mode adds: in `prompt` mode the preamble appended to the system prompt; in
 /// `verbatim` mode the in-band tool block (a user message placed after the system prompt), a blank
 /// line, and the nudge appended to the last user message. With `--request FILE` (a whole Chat
-/// Completions request body) it prints the request as the mode encodes it, as JSON.
+/// Completions request body) it prints the request as the mode encodes it, as JSON. `--dialect`
+/// teaches another model family's own call format (hermes is the reference protocol's), and a
+/// request's history is written in it.
 ///
 /// The output is byte-exact; a final newline is added only when writing to a terminal.
 #[derive(clap::Args)]
@@ -35,9 +38,13 @@ pub struct Args {
     /// The tool mode to render.
     #[arg(long, default_value = "prompt", value_parser = parse_mode)]
     mode: ToolMode,
-    /// The call tag the model is taught to write.
-    #[arg(long, default_value = "tool_call", value_parser = parse_tag)]
-    tag: CallTag,
+    /// The call tag the model is taught to write (hermes only).
+    #[arg(long, value_parser = parse_tag)]
+    tag: Option<CallTag>,
+    /// The call format to teach (and to write the history in): hermes (default), llama3-json,
+    /// pythonic, mistral, qwen3-coder, deepseek-v3, glm45, kimi-k2, gpt-oss, granite, phi4-mini.
+    #[arg(long, value_name = "NAME", default_value = "hermes")]
+    dialect: Dialect,
     /// The tool choice (`auto`, `required`, `none`, or a tool name); only with --tools.
     #[arg(long, value_name = "CHOICE", conflicts_with = "request")]
     tool_choice: Option<String>,
@@ -81,7 +88,17 @@ fn choice(s: Option<&str>) -> Option<ToolChoice> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let options = EncodeOptions { tag: args.tag };
+    if args.tag.is_some() && args.dialect != Dialect::Hermes {
+        bail!(
+            "--tag applies to the hermes dialect only (--dialect {} has its own markers)",
+            args.dialect
+        );
+    }
+    let options = EncodeOptions {
+        tag: args.tag.unwrap_or_default(),
+        dialect: args.dialect,
+    };
+    let format = options.format();
     let text = if let Some(path) = &args.request {
         let body = read_input(path)?;
         let request: ChatRequest = serde_json::from_str(&body).with_context(|| {
@@ -100,7 +117,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         match args.mode {
-            ToolMode::Prompt => prompt_addition(&tools, choice.as_ref(), args.tag),
+            ToolMode::Prompt => prompt_addition(&tools, choice.as_ref(), format),
             ToolMode::Verbatim => {
                 if tools.is_empty() || choice == Some(ToolChoice::None) {
                     String::new()
@@ -108,7 +125,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     format!(
                         "{}\n\n{}",
                         texts::verbatim_block(&tools),
-                        texts::verbatim_nudge(args.tag)
+                        format.verbatim_nudge()
                     )
                 }
             }

@@ -8,16 +8,21 @@ use anyhow::Context;
 use futures::StreamExt;
 use toolbridge_protocol::types::Message;
 
-use crate::agent::render::{exit_code, Renderer};
+use crate::agent::args::AgentArgs;
+use crate::agent::render::{exit_code, Look, Renderer};
 use crate::agent::session::Session;
-use crate::agent::setup::AgentArgs;
 use crate::agent::workspace::{report_outputs, RunWorkspace, WorkspaceArgs};
+use crate::term::color::ColorChoice;
+
+/// The exit code of a usage error, as for a bad flag (clap's).
+const USAGE_ERROR: u8 = 2;
 
 /// Run the agent on one prompt.
 ///
 /// The answer streams to standard output; tool activity (names, arguments, durations) goes to
-/// standard error. Exit codes: 0 answered, 3 tool budget exceeded, 4 no progress, 5 malformed calls
-/// gave up, 130 cancelled (Ctrl-C), 1 error.
+/// standard error, and so do logs (-v, RUST_LOG). Exit codes: 0 answered, 3 tool budget exceeded,
+/// 4 no progress, 5 malformed calls gave up, 130 cancelled (Ctrl-C), 2 usage error (a bad flag, an
+/// empty prompt), 1 error.
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -35,7 +40,7 @@ pub struct Args {
     transcript: Option<PathBuf>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args, color: ColorChoice) -> anyhow::Result<ExitCode> {
     let prompt = if args.prompt == "-" {
         let mut s = String::new();
         std::io::stdin()
@@ -45,16 +50,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         args.prompt.clone()
     };
-    let session = Session::start(&args.agent, false)?;
-    let (mut workspace, note) = RunWorkspace::start(&args.workspace, session.tools())?;
+    if prompt.trim().is_empty() {
+        let from = if args.prompt == "-" {
+            "standard input held no text"
+        } else {
+            "give the task as the argument, or `-` to read it from standard input"
+        };
+        eprintln!("toolbridge: the prompt is empty: {from}");
+        return Ok(ExitCode::from(USAGE_ERROR));
+    }
+    let conversation = RunWorkspace::conversation(&args.workspace);
+    let session = Session::start(&args.agent, &conversation, false)?;
+    let (mut workspace, note) =
+        RunWorkspace::start(&args.workspace, conversation, session.root.tools())?;
     let prompt = if note.is_empty() {
         prompt
     } else {
         format!("{prompt}\n\n{note}")
     };
-    let agent = &session.agent;
+    let agent = &session.session.agent;
     let state = session.runtime.block_on(async {
-        let context = session.context(&workspace.conversation);
+        let mut context = session.session.context();
+        context.attachments = std::mem::take(&mut workspace.attached);
         let cancel = context.cancel.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
@@ -62,11 +79,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         });
         let mut run = agent.run(vec![Message::user(prompt)], context);
-        let mut renderer = Renderer::new(args.json);
+        let mut renderer = Renderer::new(args.json, Look::run(color));
         while let Some(event) = run.next().await {
             renderer.event(&event);
         }
-        run.state()
+        let state = run.state();
+        if state.cut_by_token_limit && !args.json {
+            renderer.note_cut();
+        }
+        state
     });
     session.shutdown();
     report_outputs(&workspace.take_outputs());

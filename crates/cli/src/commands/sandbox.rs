@@ -40,7 +40,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let loaded = config::load(config.as_deref())?;
             let report = toolbridge_sandbox::check(&loaded.config.tools.sandbox);
             print!("{report}");
-            Ok(if report.isolated() {
+            // The probes above use a scratch folder: only a real cell in a real workspace
+            // location shows what python_execute will do (a root-owned home, a venv out of
+            // reach, ...).
+            let cell_ok = report.isolated() && {
+                let (ok, text) = python_cell(&loaded.config.tools);
+                println!(
+                    "{} {:<20} {text}",
+                    if ok { "ok" } else { "--" },
+                    "python_execute"
+                );
+                ok
+            };
+            Ok(if report.isolated() && cell_ok {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE
@@ -61,5 +73,61 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// Runs `print(6 * 7)` with python_execute in a throwaway workspace where the configuration puts
+/// workspaces; `(passed, what happened)`.
+fn python_cell(tools: &toolbridge_tools::ToolsConfig) -> (bool, String) {
+    use toolbridge_agent::{Tool, ToolContext};
+    let base = match &tools.workspace {
+        Some(path) => path.parent().map(std::path::Path::to_path_buf),
+        None => tools.workspaces.root(),
+    };
+    let Some(base) = base else {
+        return (
+            false,
+            "no folder for workspaces: set [tools.workspaces] root, XDG_DATA_HOME or HOME".into(),
+        );
+    };
+    let dir = base.join(format!(".sandbox-check-{}", std::process::id()));
+    let outcome = (|| -> Result<String, String> {
+        std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        let sandbox =
+            toolbridge_sandbox::Sandbox::new(tools.sandbox.clone()).map_err(|e| e.to_string())?;
+        let tool = toolbridge_tools::python::PythonExecute::new(sandbox, tools.python.clone());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        let ctx = ToolContext {
+            workspace: Some(dir.clone()),
+            user: "sandbox-check".into(),
+            conversation: "sandbox-check".into(),
+            ..ToolContext::default()
+        };
+        let result =
+            runtime.block_on(tool.invoke(serde_json::json!({ "code": "print(6 * 7)" }), ctx));
+        drop(tool);
+        drop(runtime);
+        match result {
+            Ok(text) if text.trim() == "42" => Ok(format!(
+                "a cell ran in a workspace under {}",
+                base.display()
+            )),
+            Ok(text) => Err(format!("unexpected output {text:?}")),
+            Err(e) => Err(e.to_string()),
+        }
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    match outcome {
+        Ok(text) => (true, text),
+        Err(reason) => (
+            false,
+            format!(
+                "a cell in a workspace under {} failed: {reason}",
+                base.display()
+            ),
+        ),
     }
 }

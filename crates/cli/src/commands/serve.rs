@@ -1,6 +1,5 @@
 //! `toolbridge serve`: the OpenAI-compatible gateway.
 
-use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use toolbridge_gateway::Gateway;
 use toolbridge_providers::config::ProcessEnv;
+use toolbridge_runtime::{Overrides, Runtime};
 
 use crate::config;
 
@@ -17,7 +17,9 @@ use crate::config;
 /// Configuration: `--config FILE`, else ./toolbridge.toml, else
 /// $XDG_CONFIG_HOME/toolbridge/toolbridge.toml (~/.config/toolbridge/toolbridge.toml). API keys
 /// come from the variable named by `[server] api_keys_env` (default TOOLBRIDGE_API_KEYS,
-/// comma-separated); without keys only a loopback address is allowed. Logs go to standard error,
+/// comma-separated); without keys only a loopback address is allowed. A model whose API key
+/// variable is unset does not stop the server: it is reported in the log and answered with
+/// 503 until the key is set (and the server restarted). Logs go to standard error,
 /// filtered by RUST_LOG (default `info`). Ctrl-C or SIGTERM stops accepting, lets in-flight
 /// requests finish (up to `shutdown_grace_secs`), then exits.
 #[derive(clap::Args)]
@@ -26,50 +28,23 @@ pub struct Args {
     /// The configuration file.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// The address to listen on (overrides `[server] listen`), e.g. 127.0.0.1:8080.
-    #[arg(long, value_name = "ADDR")]
+    /// The address to listen on (overrides `[server] listen`), e.g. 127.0.0.1:8080 or
+    /// localhost:8080.
+    #[arg(long, value_name = "ADDR", value_parser = listen_addr)]
     listen: Option<SocketAddr>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    init_logging();
     let loaded = config::load(args.config.as_deref())?;
+    init_logging(&loaded.config.telemetry);
+    let runtime_config = loaded.runtime_config();
     let mut server = loaded.config.server;
     if let Some(listen) = args.listen {
         server.listen = listen;
     }
     // SECURITY.md §1.6: no built-in tool of this process fetches from the gateway itself.
     toolbridge_tools::net::register_own_listener(server.listen);
-    let mut models = loaded
-        .config
-        .models
-        .iter()
-        .map(crate::commands::model::build_configured)
-        .collect::<Result<Vec<_>, _>>()
-        .context("cannot set up the configured models")?;
-    if models.is_empty() {
-        // No model configured: serve the embedded default (pulled on first use) as `embedded`.
-        match crate::commands::model::embedded_model("embedded", None) {
-            Ok(model) => {
-                eprintln!("toolbridge: no [[models]] configured; serving the embedded default model as `embedded`");
-                models.push(model);
-            }
-            Err(err) => eprintln!("toolbridge: no embedded default model: {err:#}"),
-        }
-    }
-    match &loaded.path {
-        Some(path) => eprintln!("toolbridge: configuration {}", path.display()),
-        None => eprintln!(
-            "toolbridge: no toolbridge.toml found (--config FILE, ./toolbridge.toml or the user config folder); using defaults"
-        ),
-    }
-    if models.is_empty() {
-        eprintln!(
-            "toolbridge: note: no [[models]] configured, so /v1/models is empty and every chat request gets 404"
-        );
-    }
     let workers = server.worker_threads;
-    let gateway = Gateway::new(server, models, &ProcessEnv)?;
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if workers > 0 {
         runtime.worker_threads(workers);
@@ -79,7 +54,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
+        // The models and tools, through the composition root (which reports what it leaves
+        // out); MCP servers start on the serving runtime, so their tools live as long as it.
+        let mut root = Runtime::new(
+            runtime_config,
+            crate::providers::registry(),
+            Overrides::default(),
+        );
+        root.start_mcp().await?;
+        let root = std::sync::Arc::new(root);
+        let served = root.served_models()?;
+        match &loaded.path {
+            Some(path) => eprintln!("toolbridge: configuration {}", path.display()),
+            None => eprintln!(
+                "toolbridge: no toolbridge.toml found (--config FILE, ./toolbridge.toml or the user config folder); using defaults"
+            ),
+        }
+        if served.models.is_empty() && served.unavailable.is_empty() {
+            eprintln!(
+                "toolbridge: note: no [[models]] configured, so /v1/models is empty and every chat request gets 404"
+            );
+        }
+        let gateway =
+            Gateway::from_runtime(server, std::sync::Arc::clone(&root), served, &ProcessEnv)?;
         let listener = gateway.bind().await?;
+        // A bad [server.state] stops the server here, not at the first Responses request.
+        gateway.open_state().await?;
         let addr = listener.local_addr()?;
         eprintln!(
             "toolbridge: serving {} on http://{addr}/v1 ({}); Ctrl-C to stop",
@@ -91,9 +91,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         );
         gateway.serve(listener, shutdown_signal()).await?;
+        root.shutdown().await;
         eprintln!("toolbridge: stopped");
         anyhow::Ok(ExitCode::SUCCESS)
     })
+}
+
+/// `--listen`: an address, or a host name with a port (`localhost:8080`).
+fn listen_addr(text: &str) -> Result<SocketAddr, String> {
+    toolbridge_gateway::parse_listen(text).map_err(|e| e.to_string())
 }
 
 fn plural(n: usize, what: &str) -> String {
@@ -104,16 +110,13 @@ fn plural(n: usize, what: &str) -> String {
     }
 }
 
-/// Logs to standard error, filtered by RUST_LOG (default `info`).
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // Another command may have set a subscriber up already; that one stays.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .try_init();
+/// Logs to standard error, filtered by RUST_LOG (default `info`), and the `[telemetry]` export.
+fn init_logging(telemetry: &crate::telemetry::TelemetryConfig) {
+    let directives = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| "info".to_owned());
+    crate::logging::install(Some(directives), Some(telemetry));
 }
 
 /// Completes on Ctrl-C or SIGTERM.

@@ -4,9 +4,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use crate::agent::mcp;
-use crate::agent::setup::{self, AgentArgs};
-use crate::config;
+use toolbridge_agent::skills::DESCRIPTION_LIMIT;
+
+use crate::agent::args::AgentArgs;
 
 /// List the tools a run would offer (name and description; --json for the full specs).
 #[derive(clap::Args)]
@@ -28,40 +28,30 @@ pub struct SkillsArgs {
     json: bool,
 }
 
-fn build(args: &AgentArgs) -> anyhow::Result<setup::Setup> {
-    let loaded = config::load(args.config.as_deref())?;
-    let section = &loaded.config.agent;
-    setup::build_for_listing(
-        section,
-        args,
-        &loaded.config.models,
-        setup::toolbox(section, &loaded.config.tools)?,
-    )
-}
-
 pub fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
-    let loaded = config::load(args.agent.config.as_deref())?;
-    let section = &loaded.config.agent;
+    crate::logging::init(&args.agent.log, None);
+    let mut root = args.agent.runtime()?;
     // MCP servers are started to learn their tools, and stopped before printing.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let mcp = mcp::start(&runtime, &loaded.config.mcp_servers, &args.agent.mcp)?;
-    let mut toolbox = setup::toolbox(section, &loaded.config.tools)?;
-    mcp::add_to(&mut toolbox, &mcp);
-    let setup = setup::build_for_listing(section, &args.agent, &loaded.config.models, toolbox);
-    let specs = setup.as_ref().map(|s| s.agent.tool_specs());
+    runtime.block_on(root.start_mcp())?;
+    // An error is reported after the servers are stopped, on one line.
+    let specs = root
+        .listing()
+        .map(|s| s.agent.tool_specs())
+        .map_err(|e| anyhow::anyhow!("{}", toolbridge_runtime::models::error_line(&e)));
     let servers: Vec<Option<String>> = match &specs {
         Ok(specs) => specs
             .iter()
-            .map(|s| mcp.server_of(&s.name).map(str::to_owned))
+            .map(|s| root.mcp().server_of(&s.name).map(str::to_owned))
             .collect(),
         Err(_) => Vec::new(),
     };
-    mcp::shutdown(&runtime, &mcp);
-    let specs = specs.map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    runtime.block_on(root.shutdown());
+    let specs = specs?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&specs)?);
     } else if specs.is_empty() {
@@ -88,13 +78,31 @@ pub fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Lists the skills with what the model's listing leaves out: skills over the listing budget
+/// (`dropped`) and descriptions cut at 1,536 characters (`cut`), also as JSON fields.
 pub fn skills(args: SkillsArgs) -> anyhow::Result<ExitCode> {
-    let setup = build(&args.agent)?;
+    crate::logging::init(&args.agent.log, None);
+    let setup = args.agent.runtime()?.listing()?;
     let skills = setup.agent.skills();
+    // With the skill bodies inline (`skill_tool = false`) there is no listing to leave things out.
+    let report = setup
+        .agent
+        .config()
+        .skill_tool
+        .as_deref()
+        .map(|tool| skills.listing_report(tool))
+        .unwrap_or_default();
     if args.json {
         let list: Vec<serde_json::Value> = skills
             .iter()
-            .map(|s| serde_json::json!({"name": s.name, "description": s.description}))
+            .map(|s| {
+                serde_json::json!({
+                    "name": s.name,
+                    "description": s.description,
+                    "listed": !report.dropped.contains(&s.name),
+                    "description_cut": report.cut.contains(&s.name),
+                })
+            })
             .collect();
         println!("{}", serde_json::to_string_pretty(&list)?);
     } else if skills.is_empty() {
@@ -103,6 +111,29 @@ pub fn skills(args: SkillsArgs) -> anyhow::Result<ExitCode> {
         for skill in skills.iter() {
             println!("{}: {}", skill.name, skill.description);
         }
+        if !report.cut.is_empty() {
+            println!(
+                "\nnote: the model's listing cuts descriptions at {} characters: {}",
+                DESCRIPTION_LIMIT,
+                report.cut.join(", ")
+            );
+        }
+        if !report.dropped.is_empty() {
+            println!(
+                "\nwarning: {} not in the model's listing (over its budget of {} characters; raise `skill_listing_budget` under [agent]): {}",
+                plural(report.dropped.len()),
+                skills.listing_budget(),
+                report.dropped.join(", ")
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn plural(n: usize) -> String {
+    if n == 1 {
+        "1 skill is".to_owned()
+    } else {
+        format!("{n} skills are")
+    }
 }

@@ -22,7 +22,7 @@ pub struct Args {
 enum WorkspacesCommand {
     /// List workspaces, least recently used first, with their age and size.
     List,
-    /// Print the folder of a conversation's workspace.
+    /// Print the folder of a conversation's workspace (an error when it does not exist).
     Path {
         #[arg(value_name = "CONVERSATION")]
         conversation: String,
@@ -81,6 +81,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         WorkspacesCommand::Path { conversation } => {
             match toolbridge_tools::workspace_for(tools, &conversation) {
                 Some(p) if workspace::valid_conversation(&conversation) => {
+                    if !p.is_dir() {
+                        anyhow::bail!(
+                            "no workspace for conversation `{conversation}` (it would be {}; a run with --conversation {conversation} creates it)",
+                            p.display()
+                        );
+                    }
                     println!("{}", p.display())
                 }
                 _ => anyhow::bail!("{conversation:?} is not a conversation id"),

@@ -7,9 +7,10 @@ use std::sync::{Mutex, MutexGuard};
 
 use super::cache::{poisoned, KvCache, Local, Shared, ThreadOut};
 use super::matrix::{Matrix, Stack};
-use super::ops::{add, attend, rms_norm, rope, swiglu};
+use super::ops::{add, attend, rms_norm, rms_norm_in_place, rope, rope_halves, swiglu};
 use super::team::{self, share, Barrier};
-use super::Weights;
+use super::Rotation;
+use super::{Layer, Weights};
 use crate::error::EmbeddedError;
 
 /// What every thread of one forward pass reads.
@@ -114,7 +115,12 @@ fn program(
         barrier.wait()?;
         if let Some(l) = main.as_deref_mut() {
             s.gather(&qkv, &mut l.full)?;
-            s.rotate_and_cache(li, l)?;
+            if !layer.qkv_bias.is_empty() {
+                for row in l.full.chunks_exact_mut(layer.qkv_bias.len()) {
+                    add(row, &layer.qkv_bias);
+                }
+            }
+            s.rotate_and_cache(li, layer, l)?;
         }
         barrier.wait()?;
         s.attention(t, li)?;
@@ -277,9 +283,15 @@ impl Step<'_> {
         Ok(())
     }
 
-    /// Splits the gathered q|k|v rows, rotates q and k, stores q for the attention phase and
+    /// Splits the gathered q|k|v rows, normalizes each q and k head where the model has those norms
+    /// (Qwen3), rotates q and k, stores q for the attention phase and
     /// appends k and v to the cache.
-    fn rotate_and_cache(&self, li: usize, l: &mut Local) -> Result<(), EmbeddedError> {
+    fn rotate_and_cache(
+        &self,
+        li: usize,
+        layer: &Layer,
+        l: &mut Local,
+    ) -> Result<(), EmbeddedError> {
         let hp = &self.w.hparams;
         let hd = hp.head_dim;
         let half = hd / 2;
@@ -295,8 +307,19 @@ impl Step<'_> {
                 &l.cos[p * half..(p + 1) * half],
                 &l.sin[p * half..(p + 1) * half],
             );
-            for head in row[..qd + kvd].chunks_exact_mut(hd) {
-                rope(head, cos, sin);
+            for (n, head) in row[..qd + kvd].chunks_exact_mut(hd).enumerate() {
+                if hp.qk_norm {
+                    let weight = if n < hp.n_head {
+                        &layer.q_norm
+                    } else {
+                        &layer.k_norm
+                    };
+                    rms_norm_in_place(head, weight, hp.rms_eps as f32);
+                }
+                match hp.rotation {
+                    Rotation::Interleaved => rope(head, cos, sin),
+                    Rotation::Halves => rope_halves(head, cos, sin),
+                }
             }
             q[p * qd..(p + 1) * qd].copy_from_slice(&row[..qd]);
             for h in 0..hp.n_kv_head {

@@ -16,8 +16,12 @@
 //! used as stored (exact), as are Q4_0 and Q8_0; Q5_0/Q5_1 and k-quants become 8-bit blocks
 //! (a small second rounding), or 4-bit blocks with the `q4_0` load target.
 //!
-//! Architectures: `llama` (Llama 1/2/3, SmolLM/SmolLM2, TinyLlama, Mistral without sliding window);
-//! others are refused with a clear error.
+//! Architectures: `llama` (Llama 1/2/3, SmolLM/SmolLM2, TinyLlama, Mistral without sliding window)
+//! and `qwen2` (Qwen2/Qwen2.5: biases on the query, key and value products, and the rotation on
+//! the two halves of a head rather than on interleaved pairs, as llama.cpp's "NEOX" rope), and
+//! `qwen3` (Qwen3: no biases, but an RMS norm on every query and key head before the rotation,
+//! and a head size of its own, `attention.key_length`, not `embedding_length / head_count`);
+//! others are refused with a clear error naming the supported ones.
 
 mod cache;
 mod forward;
@@ -45,6 +49,19 @@ use crate::error::EmbeddedError;
 /// The longest context supported (llama's context length, capped).
 const MAX_CONTEXT: usize = 8192;
 
+/// The architectures the forward pass implements, as `general.architecture` names them.
+pub const SUPPORTED_ARCHITECTURES: &str =
+    "llama (Llama, SmolLM, TinyLlama, Mistral), qwen2 (Qwen2, Qwen2.5), qwen3 (Qwen3)";
+
+/// How a head's dimensions are paired for the rotary embedding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rotation {
+    /// Pairs (0, 1), (2, 3), …: llama's GGUF layout (llama.cpp's "NORM").
+    Interleaved,
+    /// Pairs (i, i + head_dim/2): Qwen2 and most others (llama.cpp's "NEOX").
+    Halves,
+}
+
 /// Model hyper-parameters read from the GGUF.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hparams {
@@ -57,6 +74,11 @@ pub struct Hparams {
     pub rope_base: f32,
     pub rms_eps: f64,
     pub context_length: usize,
+    pub rotation: Rotation,
+    /// Biases on the query, key and value products (Qwen2).
+    pub qkv_bias: bool,
+    /// An RMS norm on each query and key head before the rotation (Qwen3).
+    pub qk_norm: bool,
 }
 
 struct Layer {
@@ -64,6 +86,11 @@ struct Layer {
     wk: Matrix,
     wv: Matrix,
     wo: Matrix,
+    /// The q|k|v biases, concatenated as the products are gathered (empty: none).
+    qkv_bias: Vec<f32>,
+    /// The per-head query and key norm weights, `head_dim` each (empty: none).
+    q_norm: Vec<f32>,
+    k_norm: Vec<f32>,
     attn_norm: Vec<f32>,
     w_gate: Matrix,
     w_down: Matrix,
@@ -104,15 +131,22 @@ impl Hparams {
             .and_then(|v| v.to_string().ok())
             .cloned()
             .unwrap_or_default();
-        if architecture != "llama" {
-            return Err(EmbeddedError::Unsupported(format!(
-                "architecture `{architecture}` (supported: llama — Llama, SmolLM, TinyLlama, Mistral)"
-            )));
-        }
+        let (rotation, qkv_bias, qk_norm) = match architecture.as_str() {
+            "llama" => (Rotation::Interleaved, false, false),
+            "qwen2" => (Rotation::Halves, true, false),
+            "qwen3" => (Rotation::Halves, false, true),
+            _ => {
+                return Err(EmbeddedError::Unsupported(format!(
+                    "architecture `{architecture}` (supported: {SUPPORTED_ARCHITECTURES})"
+                )))
+            }
+        };
         let a = &architecture;
         let n_head = md_u32(ct, &format!("{a}.attention.head_count"))?;
         let n_embd = md_u32(ct, &format!("{a}.embedding_length"))?;
-        let head_dim = n_embd / n_head.max(1);
+        // Qwen3 states its head size (e.g. 128 for 16 heads of a 1024 stream); the others derive it.
+        let head_dim =
+            md_u32(ct, &format!("{a}.attention.key_length")).unwrap_or(n_embd / n_head.max(1));
         Ok(Hparams {
             n_layer: md_u32(ct, &format!("{a}.block_count"))?,
             n_embd,
@@ -132,6 +166,9 @@ impl Hparams {
             context_length: md_u32(ct, &format!("{a}.context_length"))
                 .unwrap_or(2048)
                 .min(MAX_CONTEXT),
+            rotation,
+            qkv_bias,
+            qk_norm,
             architecture,
         })
     }
@@ -162,7 +199,9 @@ impl Weights {
                 hp.n_head, hp.n_kv_head
             )));
         }
-        if !hp.head_dim.is_multiple_of(2) || hp.head_dim * hp.n_head != hp.n_embd {
+        // Only Qwen3 may have heads that do not tile the stream (its output matrix maps them back).
+        let tiled = hp.qk_norm || hp.head_dim * hp.n_head == hp.n_embd;
+        if hp.head_dim == 0 || !hp.head_dim.is_multiple_of(2) || !tiled {
             return Err(EmbeddedError::Format(format!(
                 "bad head size {} for {} heads of {}",
                 hp.head_dim, hp.n_head, hp.n_embd
@@ -211,11 +250,14 @@ impl Weights {
                 w_gate: matrix(&format!("{p}.ffn_gate.weight"), n_ff, e)?,
                 w_down: matrix(&format!("{p}.ffn_down.weight"), e, n_ff)?,
                 w_up: matrix(&format!("{p}.ffn_up.weight"), n_ff, e)?,
+                qkv_bias: Vec::new(),
+                q_norm: Vec::new(),
+                k_norm: Vec::new(),
                 attn_norm: Vec::new(),
                 ffn_norm: Vec::new(),
             });
         }
-        let mut vector = |name: &str| -> Result<Vec<f32>, EmbeddedError> {
+        let mut vector_of = |name: &str, e: usize| -> Result<Vec<f32>, EmbeddedError> {
             let v = dequantize_all(&ct.tensor(reader, name, &dev)?)?;
             match v.len() == e {
                 true => Ok(v),
@@ -226,10 +268,20 @@ impl Weights {
             }
         };
         for (i, layer) in layers.iter_mut().enumerate() {
-            layer.attn_norm = vector(&format!("blk.{i}.attn_norm.weight"))?;
-            layer.ffn_norm = vector(&format!("blk.{i}.ffn_norm.weight"))?;
+            layer.attn_norm = vector_of(&format!("blk.{i}.attn_norm.weight"), e)?;
+            layer.ffn_norm = vector_of(&format!("blk.{i}.ffn_norm.weight"), e)?;
+            if hp.qkv_bias {
+                let mut bias = vector_of(&format!("blk.{i}.attn_q.bias"), qd)?;
+                bias.extend(vector_of(&format!("blk.{i}.attn_k.bias"), kvd)?);
+                bias.extend(vector_of(&format!("blk.{i}.attn_v.bias"), kvd)?);
+                layer.qkv_bias = bias;
+            }
+            if hp.qk_norm {
+                layer.q_norm = vector_of(&format!("blk.{i}.attn_q_norm.weight"), hp.head_dim)?;
+                layer.k_norm = vector_of(&format!("blk.{i}.attn_k_norm.weight"), hp.head_dim)?;
+            }
         }
-        let out_norm = vector("output_norm.weight")?;
+        let out_norm = vector_of("output_norm.weight", e)?;
         // llama's rotary frequencies, computed as candle-transformers does.
         let theta = (0..hp.head_dim / 2)
             .map(|i| 1.0 / hp.rope_base.powf((2 * i) as f32 / hp.head_dim as f32))

@@ -44,6 +44,15 @@ pub(crate) fn rms_norm(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
     }
 }
 
+/// [`rms_norm`] of a row in place (Qwen3's per-head query and key norms).
+pub(crate) fn rms_norm_in_place(x: &mut [f32], weight: &[f32], eps: f32) {
+    let sum2 = x.iter().map(|v| v * v).sum::<f32>();
+    let m = (sum2 / x.len() as f32 + eps).sqrt();
+    for (v, w) in x.iter_mut().zip(weight) {
+        *v = *v / m * *w;
+    }
+}
+
 /// SiLU(gate) · up.
 #[inline]
 pub(crate) fn swiglu(gate: f32, up: f32) -> f32 {
@@ -57,6 +66,18 @@ pub(crate) fn rope(head: &mut [f32], cos: &[f32], sin: &[f32]) {
         let (a, b) = (pair[0], pair[1]);
         pair[0] = a * c - b * s;
         pair[1] = a * s + b * c;
+    }
+}
+
+/// The rotary embedding on the two halves of a head: dimension `i` turns with `i + hd/2`
+/// (llama.cpp's "NEOX" rotation, candle's `rope`).
+pub(crate) fn rope_halves(head: &mut [f32], cos: &[f32], sin: &[f32]) {
+    let half = head.len() / 2;
+    let (first, second) = head.split_at_mut(half);
+    for (((a, b), c), s) in first.iter_mut().zip(second.iter_mut()).zip(cos).zip(sin) {
+        let (x, y) = (*a, *b);
+        *a = x * c - y * s;
+        *b = x * s + y * c;
     }
 }
 
@@ -106,6 +127,14 @@ mod tests {
         let mut out = [0.0; 4];
         attend(&q, &k, &v, 0.5, &mut Vec::new(), &mut out);
         assert_eq!(out, v);
+    }
+
+    #[test]
+    fn rope_on_halves_pairs_each_dimension_with_its_twin() {
+        let mut h = [1.0, 2.0, 3.0, 4.0];
+        rope_halves(&mut h, &[1.0, 0.0], &[0.0, 1.0]);
+        // Pair (0, 2) unturned, pair (1, 3) a quarter turn.
+        assert_eq!(h, [1.0, -4.0, 3.0, 2.0]);
     }
 
     #[test]

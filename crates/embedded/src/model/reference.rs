@@ -1,5 +1,9 @@
 //! The previous forward pass, a graph of candle tensor operations (candle-transformers'
-//! `quantized_llama` with a truncatable cache), kept as the reference the tests compare against.
+//! `quantized_llama` with a truncatable cache), kept as the reference the tests compare against;
+//! `qwen2` as candle-transformers' `quantized_qwen2` computes it (biases added to the q/k/v
+//! products, candle's `rope` on the halves of a head instead of `rope_i`); `qwen3` as its
+//! `quantized_qwen3` does (an RMS norm on every query and key head before `rope`, heads of
+//! `attention.key_length`).
 
 #![allow(dead_code)]
 
@@ -10,7 +14,7 @@ use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor};
 
 use super::matrix::needs_requantize;
-use super::Hparams;
+use super::{Hparams, Rotation};
 use crate::error::EmbeddedError;
 
 struct Layer {
@@ -18,6 +22,10 @@ struct Layer {
     wk: QMatMul,
     wv: QMatMul,
     wo: QMatMul,
+    /// q, k and v biases (Qwen2).
+    bias: Option<(Tensor, Tensor, Tensor)>,
+    /// Per-head q and k norm weights (Qwen3).
+    qk_norm: Option<(Tensor, Tensor)>,
     attn_norm: Tensor,
     w_gate: QMatMul,
     w_down: QMatMul,
@@ -143,6 +151,21 @@ impl RefWeights {
                 wk: mat(get(&format!("{p}.attn_k.weight"))?)?,
                 wv: mat(get(&format!("{p}.attn_v.weight"))?)?,
                 wo: mat(get(&format!("{p}.attn_output.weight"))?)?,
+                bias: match hp.qkv_bias {
+                    true => Some((
+                        norm(get(&format!("{p}.attn_q.bias"))?)?,
+                        norm(get(&format!("{p}.attn_k.bias"))?)?,
+                        norm(get(&format!("{p}.attn_v.bias"))?)?,
+                    )),
+                    false => None,
+                },
+                qk_norm: match hp.qk_norm {
+                    true => Some((
+                        norm(get(&format!("{p}.attn_q_norm.weight"))?)?,
+                        norm(get(&format!("{p}.attn_k_norm.weight"))?)?,
+                    )),
+                    false => None,
+                },
                 attn_norm: norm(get(&format!("{p}.attn_norm.weight"))?)?,
                 w_gate: mat(get(&format!("{p}.ffn_gate.weight"))?)?,
                 w_down: mat(get(&format!("{p}.ffn_down.weight"))?)?,
@@ -211,26 +234,48 @@ impl RefWeights {
         let scale = 1.0 / (hp.head_dim as f64).sqrt();
         for (layer, slot) in self.layers.iter().zip(cache.layers.iter_mut()) {
             let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, hp.rms_eps as f32)?;
-            let q = layer
-                .wq
-                .forward(&h)?
+            let (q, k, v) = (
+                layer.wq.forward(&h)?,
+                layer.wk.forward(&h)?,
+                layer.wv.forward(&h)?,
+            );
+            let (q, k, v) = match &layer.bias {
+                Some((bq, bk, bv)) => (
+                    q.broadcast_add(bq)?,
+                    k.broadcast_add(bk)?,
+                    v.broadcast_add(bv)?,
+                ),
+                None => (q, k, v),
+            };
+            let q = q
                 .reshape((1, seq, hp.n_head, hp.head_dim))?
                 .transpose(1, 2)?
                 .contiguous()?;
-            let k = layer
-                .wk
-                .forward(&h)?
+            let k = k
                 .reshape((1, seq, hp.n_kv_head, hp.head_dim))?
                 .transpose(1, 2)?
                 .contiguous()?;
-            let v = layer
-                .wv
-                .forward(&h)?
+            let v = v
                 .reshape((1, seq, hp.n_kv_head, hp.head_dim))?
                 .transpose(1, 2)?
                 .contiguous()?;
-            let q = candle_nn::rotary_emb::rope_i(&q, &cos, &sin)?;
-            let k = candle_nn::rotary_emb::rope_i(&k, &cos, &sin)?;
+            let (q, k) = match &layer.qk_norm {
+                Some((qn, kn)) => (
+                    candle_nn::ops::rms_norm(&q, qn, hp.rms_eps as f32)?,
+                    candle_nn::ops::rms_norm(&k, kn, hp.rms_eps as f32)?,
+                ),
+                None => (q, k),
+            };
+            let (q, k) = match hp.rotation {
+                Rotation::Interleaved => (
+                    candle_nn::rotary_emb::rope_i(&q, &cos, &sin)?,
+                    candle_nn::rotary_emb::rope_i(&k, &cos, &sin)?,
+                ),
+                Rotation::Halves => (
+                    candle_nn::rotary_emb::rope(&q, &cos, &sin)?,
+                    candle_nn::rotary_emb::rope(&k, &cos, &sin)?,
+                ),
+            };
             let (k, v) = match slot.take() {
                 Some((kc, vc)) => (Tensor::cat(&[&kc, &k], 2)?, Tensor::cat(&[&vc, &v], 2)?),
                 None => (k, v),
@@ -252,10 +297,11 @@ impl RefWeights {
                 None => att,
             };
             let att = candle_nn::ops::softmax_last_dim(&att)?;
-            let y = att
-                .matmul(&v.contiguous()?)?
-                .transpose(1, 2)?
-                .reshape((1, seq, hp.n_embd))?;
+            let y = att.matmul(&v.contiguous()?)?.transpose(1, 2)?.reshape((
+                1,
+                seq,
+                hp.n_head * hp.head_dim,
+            ))?;
             x = (layer.wo.forward(&y)? + x)?;
             let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, hp.rms_eps as f32)?;
             let gate = candle_nn::ops::silu(&layer.w_gate.forward(&h)?)?;

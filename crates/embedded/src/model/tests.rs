@@ -35,8 +35,12 @@ fn random(shape: (usize, usize), seed: u64, dtype: GgmlDType, amp: f32) -> QTens
 }
 
 fn norm(seed: u64) -> QTensor {
+    norm_of(E, seed)
+}
+
+fn norm_of(n: usize, seed: u64) -> QTensor {
     // Around 1, not exactly: the norm weights must matter.
-    let t = random((1, E), seed, GgmlDType::F32, 0.4)
+    let t = random((1, n), seed, GgmlDType::F32, 0.4)
         .dequantize(&Device::Cpu)
         .unwrap()
         .flatten_all()
@@ -55,22 +59,44 @@ enum Types {
 
 /// A llama with random weights and a separate output matrix.
 fn tiny(types: Types) -> Vec<u8> {
+    tiny_of("llama", types)
+}
+
+/// Qwen3's head size in the tiny model: wider than `E / HEADS`, as in the real Qwen3s, so the
+/// attention width (`HEADS × 32`) differs from the stream's.
+const QWEN3_HEAD: usize = 32;
+
+/// A tiny model of `arch` (`llama`; `qwen2`, which adds q/k/v biases; `qwen3`, with per-head q/k
+/// norms and a head size of its own).
+fn tiny_of(arch: &str, types: Types) -> Vec<u8> {
     let pick = |mixed: GgmlDType| match types {
         Types::Mixed => mixed,
         Types::Exact => GgmlDType::Q8_0,
     };
-    let md = vec![
-        ("general.architecture", Value::String("llama".into())),
-        ("llama.block_count", Value::U32(LAYERS as u32)),
-        ("llama.embedding_length", Value::U32(E as u32)),
-        ("llama.feed_forward_length", Value::U32(FF as u32)),
-        ("llama.attention.head_count", Value::U32(HEADS as u32)),
-        ("llama.attention.head_count_kv", Value::U32(KV_HEADS as u32)),
-        ("llama.context_length", Value::U32(256)),
-        ("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5)),
-        ("llama.rope.freq_base", Value::F32(10000.0)),
+    let key = |k: &str| format!("{arch}.{k}");
+    let mut md = vec![
+        (
+            "general.architecture".to_owned(),
+            Value::String(arch.into()),
+        ),
+        (key("block_count"), Value::U32(LAYERS as u32)),
+        (key("embedding_length"), Value::U32(E as u32)),
+        (key("feed_forward_length"), Value::U32(FF as u32)),
+        (key("attention.head_count"), Value::U32(HEADS as u32)),
+        (key("attention.head_count_kv"), Value::U32(KV_HEADS as u32)),
+        (key("context_length"), Value::U32(256)),
+        (key("attention.layer_norm_rms_epsilon"), Value::F32(1e-5)),
+        (key("rope.freq_base"), Value::F32(10000.0)),
     ];
-    let hd = E / HEADS;
+    let hd = match arch {
+        "qwen3" => QWEN3_HEAD,
+        _ => E / HEADS,
+    };
+    if arch == "qwen3" {
+        md.push((key("attention.key_length"), Value::U32(hd as u32)));
+        md.push((key("attention.value_length"), Value::U32(hd as u32)));
+    }
+    let qd = HEADS * hd;
     let mut tensors: Vec<(String, QTensor)> = vec![
         (
             "token_embd.weight".into(),
@@ -86,7 +112,10 @@ fn tiny(types: Types) -> Vec<u8> {
         let s = 100 * (l as u64 + 1);
         let p = format!("blk.{l}");
         let mut add = |name: &str, t: QTensor| tensors.push((format!("{p}.{name}"), t));
-        add("attn_q.weight", random((E, E), s + 1, GgmlDType::Q8_0, 1.0));
+        add(
+            "attn_q.weight",
+            random((qd, E), s + 1, GgmlDType::Q8_0, 1.0),
+        );
         add(
             "attn_k.weight",
             random((KV_HEADS * hd, E), s + 2, pick(GgmlDType::Q4_1), 1.0),
@@ -97,7 +126,7 @@ fn tiny(types: Types) -> Vec<u8> {
         );
         add(
             "attn_output.weight",
-            random((E, E), s + 4, pick(GgmlDType::Q4_0), 0.5),
+            random((E, qd), s + 4, pick(GgmlDType::Q4_0), 0.5),
         );
         add(
             "ffn_gate.weight",
@@ -113,8 +142,22 @@ fn tiny(types: Types) -> Vec<u8> {
         );
         add("attn_norm.weight", norm(s + 8));
         add("ffn_norm.weight", norm(s + 9));
+        if arch == "qwen2" {
+            let bias = |n: usize, seed: u64| {
+                let t = random((1, n), seed, GgmlDType::F32, 2.0);
+                let t = t.dequantize(&Device::Cpu).unwrap().flatten_all().unwrap();
+                QTensor::quantize(&t, GgmlDType::F32).unwrap()
+            };
+            add("attn_q.bias", bias(E, s + 10));
+            add("attn_k.bias", bias(KV_HEADS * hd, s + 11));
+            add("attn_v.bias", bias(KV_HEADS * hd, s + 12));
+        }
+        if arch == "qwen3" {
+            add("attn_q_norm.weight", norm_of(hd, s + 13));
+            add("attn_k_norm.weight", norm_of(hd, s + 14));
+        }
     }
-    let md_refs: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (*k, v)).collect();
+    let md_refs: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let t_refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let mut out = Cursor::new(Vec::new());
     gguf_file::write(&mut out, &md_refs, &t_refs).unwrap();
@@ -150,7 +193,71 @@ fn assert_close(ours: &[f32], reference: &[f32], what: &str) {
 
 #[test]
 fn the_forward_pass_matches_the_candle_reference() {
-    let bytes = tiny(Types::Exact);
+    matches_the_reference(&tiny(Types::Exact));
+}
+
+#[test]
+fn the_qwen2_forward_pass_matches_the_candle_reference() {
+    let bytes = tiny_of("qwen2", Types::Exact);
+    let (ours, _) = load_both(&bytes, 1);
+    assert_eq!(ours.hparams.rotation, super::Rotation::Halves);
+    assert!(ours.hparams.qkv_bias);
+    matches_the_reference(&bytes);
+    // The biases and the rotation matter: the same weights read as llama give other logits.
+    let as_llama = tiny_of("llama", Types::Exact);
+    let (qwen, _) = load_both(&bytes, 1);
+    let (llama, _) = load_both(&as_llama, 1);
+    let prompt = [5u32, 17, 3, 44];
+    let a = qwen.forward(&prompt, &mut KvCache::default()).unwrap();
+    let b = llama.forward(&prompt, &mut KvCache::default()).unwrap();
+    assert!(max_diff(&a, &b) > 1e-2, "{}", max_diff(&a, &b));
+}
+
+#[test]
+fn the_qwen3_forward_pass_matches_the_candle_reference() {
+    let bytes = tiny_of("qwen3", Types::Exact);
+    let (ours, _) = load_both(&bytes, 1);
+    let hp = &ours.hparams;
+    assert_eq!(hp.rotation, super::Rotation::Halves);
+    assert!(hp.qk_norm && !hp.qkv_bias);
+    assert_eq!(hp.head_dim, QWEN3_HEAD);
+    matches_the_reference(&bytes);
+    // The q/k norms matter: the same file with unit norm weights gives other logits.
+    let mut r = Cursor::new(&bytes);
+    let ct = Content::read(&mut r).unwrap();
+    let mut unit = Weights::load(&ct, &mut r).unwrap();
+    for layer in &mut unit.layers {
+        layer.q_norm.iter_mut().for_each(|w| *w = 1.0);
+        layer.k_norm.iter_mut().for_each(|w| *w = 1.0);
+    }
+    let prompt = [5u32, 17, 3, 44];
+    let a = ours.forward(&prompt, &mut KvCache::default()).unwrap();
+    let b = unit.forward(&prompt, &mut KvCache::default()).unwrap();
+    assert!(max_diff(&a, &b) > 1e-2, "{}", max_diff(&a, &b));
+}
+
+#[test]
+fn a_qwen3_without_its_head_norms_is_refused() {
+    let bytes = tiny_of("qwen3", Types::Exact);
+    let mut r = Cursor::new(&bytes);
+    let mut ct = Content::read(&mut r).unwrap();
+    ct.tensor_infos.remove("blk.1.attn_k_norm.weight");
+    let err = Weights::load(&ct, &mut r).err().unwrap().to_string();
+    assert!(err.contains("attn_k_norm"), "{err}");
+}
+
+#[test]
+fn an_unsupported_architecture_is_named_with_the_supported_ones() {
+    let bytes = tiny_of("gpt-neox", Types::Exact);
+    let mut r = Cursor::new(&bytes);
+    let content = Content::read(&mut r).unwrap();
+    let err = Weights::load(&content, &mut r).err().unwrap().to_string();
+    assert!(err.contains("`gpt-neox`"), "{err}");
+    assert!(err.contains(super::SUPPORTED_ARCHITECTURES), "{err}");
+}
+
+fn matches_the_reference(bytes: &[u8]) {
+    let bytes = bytes.to_vec();
     for threads in [1, 2, 3] {
         let (ours, reference) = load_both(&bytes, threads);
         let (mut c1, mut c2) = (KvCache::default(), RefCache::default());

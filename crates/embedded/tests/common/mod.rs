@@ -12,6 +12,11 @@ use toolbridge_embedded::Engine;
 /// SmolLM2's template (ChatML with a default system prompt).
 pub const TEMPLATE: &str = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a tiny test model.<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
 
+/// The shape of Qwen3's template (tool results in a user turn, `namespace`, `is string`, the
+/// thinking switch),
+/// without the Python string methods the original also calls.
+pub const QWEN3_TEMPLATE: &str = "{%- if messages[0].role == 'system' %}{{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}{%- endif %}{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}{%- for message in messages %}{%- if message.content is string %}{%- set content = message.content %}{%- else %}{%- set content = '' %}{%- endif %}{%- if (message.role == 'user') or (message.role == 'system' and not loop.first) or message.role == 'assistant' %}{{- '<|im_start|>' + message.role + '\n' + content + '<|im_end|>' + '\n' }}{%- elif message.role == 'tool' %}{%- if loop.first or (messages[loop.index0 - 1].role != 'tool') %}{{- '<|im_start|>user' }}{%- endif %}{{- '\n<tool_response>\n' + content + '\n</tool_response>' }}{%- if loop.last or (messages[loop.index0 + 1].role != 'tool') %}{{- '<|im_end|>\n' }}{%- endif %}{%- endif %}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\n\n</think>\n\n' }}{%- endif %}{%- endif %}";
+
 /// GPT-2's byte alphabet, in byte order.
 pub fn byte_chars() -> Vec<char> {
     let mut printable: Vec<u32> = (33..=126).collect();
@@ -103,28 +108,43 @@ fn ones(n: usize) -> QTensor {
 
 /// Writes the tiny model; returns the GGUF bytes.
 pub fn tiny_gguf() -> Vec<u8> {
+    tiny_gguf_of("llama", "smollm")
+}
+
+/// A tiny model of another architecture (`qwen2`: with q/k/v biases; `qwen3`: per-head q/k
+/// norms, heads twice as wide as `N_EMBD / N_HEAD`, and Qwen3's template) and pre-tokenizer.
+pub fn tiny_gguf_of(arch: &str, pre: &str) -> Vec<u8> {
+    let hd = match arch {
+        "qwen3" => 2 * N_EMBD / N_HEAD,
+        _ => N_EMBD / N_HEAD,
+    };
+    let template = match arch {
+        "qwen3" => QWEN3_TEMPLATE,
+        _ => TEMPLATE,
+    };
     let (tokens, types) = vocab();
     let n_vocab = tokens.len();
     let merges: Vec<Value> = MERGES
         .iter()
         .map(|(a, b)| Value::String(format!("{a} {b}")))
         .collect();
-    let md: Vec<(&str, Value)> = vec![
-        ("general.architecture", Value::String("llama".into())),
-        ("llama.block_count", Value::U32(N_LAYER as u32)),
-        ("llama.embedding_length", Value::U32(N_EMBD as u32)),
-        ("llama.feed_forward_length", Value::U32(N_FF as u32)),
-        ("llama.attention.head_count", Value::U32(N_HEAD as u32)),
-        ("llama.attention.head_count_kv", Value::U32(N_KV as u32)),
-        (
-            "llama.rope.dimension_count",
-            Value::U32((N_EMBD / N_HEAD) as u32),
-        ),
-        ("llama.context_length", Value::U32(2048)),
-        ("llama.attention.layer_norm_rms_epsilon", Value::F32(1e-5)),
-        ("llama.rope.freq_base", Value::F32(10000.0)),
+    let key = |k: &str| format!("{arch}.{k}");
+    let mut md: Vec<(String, Value)> = vec![
+        ("general.architecture".into(), Value::String(arch.into())),
+        (key("block_count"), Value::U32(N_LAYER as u32)),
+        (key("embedding_length"), Value::U32(N_EMBD as u32)),
+        (key("feed_forward_length"), Value::U32(N_FF as u32)),
+        (key("attention.head_count"), Value::U32(N_HEAD as u32)),
+        (key("attention.head_count_kv"), Value::U32(N_KV as u32)),
+        (key("rope.dimension_count"), Value::U32(hd as u32)),
+        (key("attention.key_length"), Value::U32(hd as u32)),
+        (key("context_length"), Value::U32(2048)),
+        (key("attention.layer_norm_rms_epsilon"), Value::F32(1e-5)),
+        (key("rope.freq_base"), Value::F32(10000.0)),
+    ];
+    let tokenizer_md: Vec<(&str, Value)> = vec![
         ("tokenizer.ggml.model", Value::String("gpt2".into())),
-        ("tokenizer.ggml.pre", Value::String("smollm".into())),
+        ("tokenizer.ggml.pre", Value::String(pre.into())),
         (
             "tokenizer.ggml.tokens",
             Value::Array(tokens.iter().map(|t| Value::String(t.clone())).collect()),
@@ -136,8 +156,9 @@ pub fn tiny_gguf() -> Vec<u8> {
         ("tokenizer.ggml.merges", Value::Array(merges)),
         ("tokenizer.ggml.bos_token_id", Value::U32(1)),
         ("tokenizer.ggml.eos_token_id", Value::U32(2)),
-        ("tokenizer.chat_template", Value::String(TEMPLATE.into())),
+        ("tokenizer.chat_template", Value::String(template.into())),
     ];
+    md.extend(tokenizer_md.into_iter().map(|(k, v)| (k.to_owned(), v)));
     let mut tensors: Vec<(String, QTensor)> = vec![
         // Q4_1, like the default model: converted to Q8_0 at load.
         (
@@ -146,13 +167,13 @@ pub fn tiny_gguf() -> Vec<u8> {
         ),
         ("output_norm.weight".into(), ones(N_EMBD)),
     ];
-    let hd = N_EMBD / N_HEAD;
+    let qd = N_HEAD * hd;
     for l in 0..N_LAYER {
         let s = 100 * (l as u64 + 1);
         let p = format!("blk.{l}");
         tensors.push((
             format!("{p}.attn_q.weight"),
-            random((N_EMBD, N_EMBD), s + 1, GgmlDType::Q8_0),
+            random((qd, N_EMBD), s + 1, GgmlDType::Q8_0),
         ));
         tensors.push((
             format!("{p}.attn_k.weight"),
@@ -164,7 +185,7 @@ pub fn tiny_gguf() -> Vec<u8> {
         ));
         tensors.push((
             format!("{p}.attn_output.weight"),
-            random((N_EMBD, N_EMBD), s + 4, GgmlDType::Q4_1),
+            random((N_EMBD, qd), s + 4, GgmlDType::Q4_1),
         ));
         tensors.push((
             format!("{p}.ffn_gate.weight"),
@@ -180,12 +201,33 @@ pub fn tiny_gguf() -> Vec<u8> {
         ));
         tensors.push((format!("{p}.attn_norm.weight"), ones(N_EMBD)));
         tensors.push((format!("{p}.ffn_norm.weight"), ones(N_EMBD)));
+        if arch == "qwen2" {
+            for (name, n, seed) in [
+                ("q", N_EMBD, 10),
+                ("k", N_KV * hd, 11),
+                ("v", N_KV * hd, 12),
+            ] {
+                let b = random((1, n), s + seed, GgmlDType::F32)
+                    .dequantize(&Device::Cpu)
+                    .unwrap();
+                let b = QTensor::quantize(&b.flatten_all().unwrap(), GgmlDType::F32).unwrap();
+                tensors.push((format!("{p}.attn_{name}.bias"), b));
+            }
+        }
+        if arch == "qwen3" {
+            tensors.push((format!("{p}.attn_q_norm.weight"), ones(hd)));
+            tensors.push((format!("{p}.attn_k_norm.weight"), ones(hd)));
+        }
     }
-    let md_refs: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (*k, v)).collect();
+    let md_refs: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let t_refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let mut out = Cursor::new(Vec::new());
     gguf_file::write(&mut out, &md_refs, &t_refs).unwrap();
     out.into_inner()
+}
+
+pub fn tiny_engine_of(arch: &str, pre: &str) -> Engine {
+    Engine::from_reader(&mut Cursor::new(tiny_gguf_of(arch, pre))).unwrap()
 }
 
 pub fn tiny_engine() -> Engine {

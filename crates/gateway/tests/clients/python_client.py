@@ -9,6 +9,7 @@ Six requests, in this order (the Rust test queues the upstream's answers to matc
   4. chat.completions.stream helper  -> the call, parsed by the helper
   5. stream helper, 2nd turn         -> the final answer
   6. create(stream=True), 2nd turn   -> the final answer
+  7. models.retrieve(MODEL), then an unknown id (404); no upstream request
 Exits non-zero (with the reason) on the first thing that is not as OpenAI would send it.
 """
 
@@ -156,6 +157,15 @@ def main():
             text += ch.delta.content or ""
             finish = ch.finish_reason or finish
     check(text == FINAL and finish == "stop", f"6: {text!r} {finish!r}")
+
+    # 7. models.retrieve (no upstream request), and its 404 for an unknown id.
+    m = client.models.retrieve(model)
+    check(m.id == model and m.object == "model", f"7: {m!r}")
+    try:
+        client.models.retrieve("no-such-model")
+        check(False, "7: an unknown model was found")
+    except openai.NotFoundError as e:
+        check(e.status_code == 404, f"7: status {e.status_code}")
 
     print(f"python client (openai {openai.__version__}): ok")
 

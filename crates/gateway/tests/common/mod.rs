@@ -3,6 +3,8 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod responses;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -189,6 +191,32 @@ pub fn assemble(chunks: &[ChatCompletionChunk]) -> Assembled {
         }
     }
     a
+}
+
+/// The events of a Messages API stream as (name, data): every event is named, its data is JSON
+/// whose `type` is the name, and a complete stream ends with `message_stop` (or `error`).
+pub fn anthropic_events(body: &str) -> Vec<(String, Value)> {
+    let events: Vec<(String, Value)> = body
+        .split("\n\n")
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| {
+            let (name, data) = e
+                .strip_prefix("event: ")
+                .and_then(|e| e.split_once("\ndata: "))
+                .unwrap_or_else(|| panic!("not a named event: {e:?}"));
+            let data: Value = serde_json::from_str(data).unwrap_or_else(|e| panic!("{e}: {data}"));
+            assert_eq!(data["type"], name, "{body}");
+            (name.to_owned(), data)
+        })
+        .collect();
+    assert_eq!(
+        events.first().map(|e| e.0.as_str()),
+        Some("message_start"),
+        "{body}"
+    );
+    let last = events.last().map(|e| e.0.as_str());
+    assert!(matches!(last, Some("message_stop" | "error")), "{body}");
+    events
 }
 
 /// Waits until `f` holds, up to `limit`.

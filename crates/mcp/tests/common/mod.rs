@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use toolbridge_agent::approval::{Approvals, DenyAll};
+use toolbridge_agent::approval::{AllowAll, Approvals};
 use toolbridge_agent::toolbox::CallResult;
 use toolbridge_agent::{ToolContext, Toolbox, ToolboxConfig};
 use toolbridge_mcp::{McpManager, McpServerConfig};
@@ -31,7 +31,7 @@ pub fn py_server(name: &str) -> McpServerConfig {
         env("TOOLBRIDGE_MCP_PYTHON"),
         vec![script.display().to_string()],
     );
-    config.start_timeout_secs = 60;
+    config.start_timeout_secs = Some(60);
     config
 }
 
@@ -46,7 +46,7 @@ pub fn everything_stdio(name: &str) -> McpServerConfig {
         "node",
         vec![everything_entry().display().to_string(), "stdio".into()],
     );
-    config.start_timeout_secs = 60;
+    config.start_timeout_secs = Some(60);
     config
 }
 
@@ -108,7 +108,8 @@ pub async fn start(configs: &[McpServerConfig]) -> Arc<McpManager> {
     Arc::new(manager)
 }
 
-/// Runs a call through a toolbox holding the manager's tools, as the agent would.
+/// Runs a call through a toolbox holding the manager's tools, as the agent would, with a user who
+/// approves every call (approval itself is tested in tests/approval.rs).
 pub async fn call(
     manager: &Arc<McpManager>,
     name: &str,
@@ -128,7 +129,7 @@ pub async fn call(
             &call,
             context,
             &Approvals::default(),
-            &DenyAll,
+            &AllowAll,
             Duration::from_secs(120),
         )
         .await

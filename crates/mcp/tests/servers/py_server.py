@@ -2,7 +2,8 @@
 
 Tools: add, fail (raises: the result has isError), slow (sleeps), image (a 1x1 PNG), crash (the
 process exits mid-call), add_tool (registers `multiply` at runtime and sends
-notifications/tools/list_changed), pid (the server's process id). Runs over stdio.
+notifications/tools/list_changed), pid (the server's process id), read_note, write_note (no annotations), erase_note (annotated
+destructiveHint). The tools that change nothing are annotated readOnlyHint. Runs over stdio.
 """
 
 import asyncio
@@ -11,6 +12,7 @@ import os
 
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 
 # A 1x1 transparent PNG.
 PNG = base64.b64decode(
@@ -19,27 +21,30 @@ PNG = base64.b64decode(
 
 server = MCPServer("toolbridge-py-test")
 
+# Tools that change nothing say so (MCP tool annotations); the rest require approval.
+READ_ONLY = ToolAnnotations(read_only_hint=True)
 
-@server.tool()
+
+@server.tool(annotations=READ_ONLY)
 def add(a: int, b: int) -> str:
     """Add two integers."""
     return str(a + b)
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def fail() -> str:
     """Always fails (a deliberate ToolError: its text reaches the client)."""
     raise ToolError("the fail tool failed on purpose")
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 async def slow(seconds: float) -> str:
     """Sleep, then answer."""
     await asyncio.sleep(seconds)
     return f"slept {seconds}"
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def image() -> Image:
     """A tiny PNG image."""
     return Image(data=PNG, format="png")
@@ -51,7 +56,7 @@ def crash() -> str:
     os._exit(3)
 
 
-@server.tool()
+@server.tool(annotations=READ_ONLY)
 def pid() -> str:
     """The server's process id."""
     return str(os.getpid())
@@ -70,7 +75,30 @@ async def add_tool(ctx: Context) -> str:
     return "multiply added"
 
 
-@server.tool(name="weird.name/1")
+NOTES: dict[str, str] = {}
+
+
+@server.tool(annotations=READ_ONLY)
+def read_note(key: str) -> str:
+    """Read a note (annotated read-only)."""
+    return NOTES.get(key, "")
+
+
+@server.tool()
+def write_note(key: str, text: str) -> str:
+    """Write a note (no annotations)."""
+    NOTES[key] = text
+    return "written"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True))
+def erase_note(key: str) -> str:
+    """Erase a note (annotated destructive)."""
+    NOTES.pop(key, None)
+    return "erased"
+
+
+@server.tool(name="weird.name/1", annotations=READ_ONLY)
 def weird() -> str:
     """A tool name with characters outside [A-Za-z0-9_-]."""
     return "weird"

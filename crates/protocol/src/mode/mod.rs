@@ -11,7 +11,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::texts::CallTag;
+use crate::parser::Dialect;
+use crate::texts::{CallFormat, CallTag};
 use crate::types::{ChatRequest, ToolChoice, ToolSpec};
 
 pub use prompt::{encode_prompt, prompt_addition, reencode_history};
@@ -85,8 +86,17 @@ impl FromStr for ToolMode {
 /// Options of the text-based modes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EncodeOptions {
-    /// The tag the model is taught to write.
+    /// The tag the model is taught to write (hermes).
     pub tag: CallTag,
+    /// The call format the model is taught, its history is written in and its reply is read in.
+    pub dialect: Dialect,
+}
+
+impl EncodeOptions {
+    /// The dialect and tag as one value.
+    pub fn format(&self) -> CallFormat {
+        CallFormat::new(self.dialect, self.tag)
+    }
 }
 
 /// Encodes a request for an upstream in a concrete mode (`Auto` is treated as native: resolve it

@@ -1,20 +1,26 @@
-//! Prompt mode: tools out of the API field, the seed's preamble in the system prompt, the close tag
-//! as a stop sequence, and the history re-encoded as text.
+//! Prompt mode: tools out of the API field, the preamble of the arm's call format in the system
+//! prompt, the format's closing marker as a stop sequence, and the history re-encoded as text in
+//! that format. For hermes every text is the reference protocol's.
 
 use std::collections::HashMap;
 
 use super::{merge_stop, offered_tools, EncodeOptions};
-use crate::texts::{self, CallTag, ToolResultText};
+use crate::texts::{self, CallFormat, ToolResultText};
 use crate::types::{ChatRequest, Content, Message, ToolChoice, ToolSpec};
 
-/// What prompt mode adds to the system prompt: the preamble for the offered tools, and for a
-/// `required` or named tool choice our note asking for a call. Empty when no tool is offered.
-pub fn prompt_addition(tools: &[ToolSpec], choice: Option<&ToolChoice>, tag: CallTag) -> String {
+/// What prompt mode adds to the system prompt: the preamble for the offered tools in `format`
+/// (a [`CallTag`](crate::texts::CallTag) is hermes with that tag), and for a `required` or named
+/// tool choice our note asking for a call. Empty when no tool is offered.
+pub fn prompt_addition(
+    tools: &[ToolSpec],
+    choice: Option<&ToolChoice>,
+    format: impl Into<CallFormat>,
+) -> String {
     let offered: Vec<ToolSpec> = offered_tools(tools, choice).into_iter().cloned().collect();
     if offered.is_empty() {
         return String::new();
     }
-    let mut text = texts::preamble(&offered, tag);
+    let mut text = format.into().preamble(&offered);
     match choice {
         Some(ToolChoice::Required) => {
             text.push_str("\n\n");
@@ -31,15 +37,15 @@ pub fn prompt_addition(tools: &[ToolSpec], choice: Option<&ToolChoice>, tag: Cal
 
 /// Encodes a request for a prompt-mode upstream.
 pub fn encode_prompt(request: &ChatRequest, options: &EncodeOptions) -> ChatRequest {
-    let addition = prompt_addition(&request.tools, request.tool_choice.as_ref(), options.tag);
-    let mut messages = reencode_history(&request.messages, options.tag);
+    let format = options.format();
+    let addition = prompt_addition(&request.tools, request.tool_choice.as_ref(), format);
+    let mut messages = reencode_history(&request.messages, format);
     if !addition.is_empty() {
         append_to_system(&mut messages, &addition);
     }
-    let stop = if addition.is_empty() {
-        request.stop.clone()
-    } else {
-        merge_stop(&request.stop, options.tag.stop_sequence())
+    let stop = match format.stop_sequence() {
+        Some(ours) if !addition.is_empty() => merge_stop(&request.stop, ours),
+        _ => request.stop.clone(),
     };
     // Field by field: `..request.clone()` would copy the whole history and tool set only to
     // drop them again (this runs on every request of a prompt-mode arm).
@@ -74,10 +80,12 @@ fn append_to_system(messages: &mut Vec<Message>, addition: &str) {
     messages.insert(0, Message::system(addition));
 }
 
-/// Re-encodes a history for a model without native tools: assistant calls become call blocks in
-/// the assistant's text, and each run of consecutive tool results becomes one user message of the
-/// seed's wrappers.
-pub fn reencode_history(messages: &[Message], tag: CallTag) -> Vec<Message> {
+/// Re-encodes a history for a model without native tools: assistant calls become text in
+/// `format` after the assistant's text (hermes: call blocks), and each run of consecutive tool
+/// results becomes one user message (hermes: the reference protocol's wrappers; see
+/// [`CallFormat::results_message`]).
+pub fn reencode_history(messages: &[Message], format: impl Into<CallFormat>) -> Vec<Message> {
+    let format = format.into();
     let mut names: HashMap<&str, &str> = HashMap::new();
     let mut out = Vec::with_capacity(messages.len());
     let mut i = 0;
@@ -87,18 +95,14 @@ pub fn reencode_history(messages: &[Message], tag: CallTag) -> Vec<Message> {
                 content,
                 tool_calls,
             } if !tool_calls.is_empty() => {
-                let mut text = content
+                let text = content
                     .as_ref()
                     .map(|c| c.text().into_owned())
                     .unwrap_or_default();
                 for call in tool_calls {
                     names.insert(&call.id, &call.name);
-                    if !text.is_empty() && !text.ends_with('\n') {
-                        text.push('\n');
-                    }
-                    text.push_str(&texts::call_block(&call.name, &call.arguments, tag));
                 }
-                out.push(Message::assistant(text));
+                out.push(Message::assistant(format.assistant_text(&text, tool_calls)));
                 i += 1;
             }
             Message::Tool { .. } => {
@@ -133,7 +137,7 @@ pub fn reencode_history(messages: &[Message], tag: CallTag) -> Vec<Message> {
                         is_error: *is_error,
                     })
                     .collect();
-                out.push(Message::user(texts::tool_results_message(&results)));
+                out.push(Message::user(format.results_message(&results)));
             }
             other => {
                 out.push(other.clone());

@@ -55,6 +55,7 @@ fn prompt_mode_appends_to_the_existing_system_prompt() {
         &req,
         &EncodeOptions {
             tag: CallTag::ToolUse,
+            ..EncodeOptions::default()
         },
     );
     let Message::System { content, .. } = &out.messages[0] else {
@@ -139,7 +140,7 @@ fn reencoded_calls_parse_back_to_the_same_calls() {
     let parsed = crate::parse(&c.text(), &crate::ParserConfig::with_tools(["a"]));
     assert_eq!(parsed.calls.len(), 1);
     assert_eq!(parsed.calls[0].arguments, r#"{"x": "</tool_call> 日本"}"#);
-    assert_eq!(parsed.visible, "Sure.\n");
+    assert_eq!(parsed.text, "Sure.\n");
 }
 
 #[test]

@@ -28,7 +28,7 @@ pub fn encode_verbatim(request: &ChatRequest, options: &EncodeOptions) -> ChatRe
         .insert(at, Message::user(texts::verbatim_block(&request.tools)));
     // The nudge goes at the end of the last user message of the dialogue (the block itself when
     // the dialogue has none).
-    let nudge = texts::verbatim_nudge(options.tag);
+    let nudge = options.format().verbatim_nudge();
     if let Some(Message::User { content, .. }) = out
         .messages
         .iter_mut()
@@ -42,6 +42,8 @@ pub fn encode_verbatim(request: &ChatRequest, options: &EncodeOptions) -> ChatRe
             content.push_text(&nudge);
         }
     }
-    out.stop = merge_stop(&request.stop, options.tag.stop_sequence());
+    if let Some(stop) = options.format().stop_sequence() {
+        out.stop = merge_stop(&request.stop, stop);
+    }
     out
 }

@@ -4,10 +4,19 @@ use super::json::Feed;
 use super::json::Member;
 use super::shape::{array_elements, judge_members, judge_object};
 use super::{agrees, match_prefix, Match, Parser, Sink, State, MAX_TAG_SPACE, OPEN_CALL, OPEN_USE};
-use super::{ErrorKind, ParseError};
+use super::{DialectProblem, ErrorKind, ParseError, ParseProblem};
 
 const CLOSE_CALL: &[u8] = b"</tool_call>";
 const CLOSE_USE: &[u8] = b"</tool_use>";
+const CLOSE_FUNCTION: &[u8] = b"</function>";
+/// What can follow a value inside a block: a close tag ends it, an open tag may start the next.
+const BLOCK_TAGS: [&[u8]; 5] = [CLOSE_CALL, CLOSE_USE, CLOSE_FUNCTION, OPEN_CALL, OPEN_USE];
+
+/// Whether `tag` closes the block: `</tool_call>` and `</tool_use>` close any block,
+/// `</function>` only a `<function=NAME>` block.
+fn closes(tag: &[u8], function_block: bool) -> bool {
+    tag == CLOSE_CALL || tag == CLOSE_USE || (tag == CLOSE_FUNCTION && function_block)
+}
 
 #[derive(Debug)]
 pub(super) struct Block {
@@ -19,7 +28,9 @@ pub(super) struct Block {
     /// Where a tag being matched starts in `buf`.
     tag_start: usize,
     /// Set when the current value hit a syntax error.
-    broken: Option<String>,
+    broken: Option<ParseProblem>,
+    /// The tool of a `<function=NAME>` block, whose values are that tool's arguments.
+    function: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +83,7 @@ impl Parser {
             calls: 0,
             tag_start: 0,
             broken: None,
+            function: self.function.take(),
         });
     }
 
@@ -138,10 +150,11 @@ impl Parser {
                     Feed::Error(at, reason) => {
                         self.buf.push_str(&rest[..at]);
                         let found = rest[at..].chars().next().unwrap_or('\u{FFFD}');
-                        block.broken = Some(format!(
-                            "{reason} at character {} of the call, found {found:?}",
-                            self.buf[block.value_start..].chars().count()
-                        ));
+                        block.broken = Some(ParseProblem::Syntax {
+                            problem: reason,
+                            position: self.buf[block.value_start..].chars().count(),
+                            found,
+                        });
                         block.phase = Phase::Broken;
                         i + at
                     }
@@ -180,13 +193,14 @@ impl Parser {
                     let at = pos + off;
                     // Decide from the bytes at hand when they suffice; else match byte by byte.
                     let window = &bytes[at..bytes.len().min(at + CLOSE_CALL.len())];
-                    let tags = [CLOSE_CALL, CLOSE_USE, OPEN_CALL, OPEN_USE];
-                    match tags.iter().copied().find(|t| agrees(window, t)) {
+                    let function_block = block.function.is_some();
+                    let tags = BLOCK_TAGS
+                        .iter()
+                        .copied()
+                        .filter(|t| *t != CLOSE_FUNCTION || function_block);
+                    match tags.into_iter().find(|t| agrees(window, t)) {
                         None => pos = at + 1,
-                        Some(tag)
-                            if window.len() >= tag.len()
-                                && (tag == CLOSE_CALL || tag == CLOSE_USE) =>
-                        {
+                        Some(tag) if window.len() >= tag.len() && closes(tag, function_block) => {
                             let end = at + tag.len();
                             self.buf.push_str(&s[i..at]);
                             let raw_end = self.buf.len();
@@ -210,24 +224,26 @@ impl Parser {
                 let held = &self.buf.as_bytes()[block.tag_start..];
                 probe[..held.len()].copy_from_slice(held);
                 probe[held.len()] = b;
-                match match_prefix(
-                    &probe[..=held.len()],
-                    &[CLOSE_CALL, CLOSE_USE, OPEN_CALL, OPEN_USE],
-                ) {
+                match match_prefix(&probe[..=held.len()], &BLOCK_TAGS) {
                     Match::Partial => {
                         self.buf.push(b as char);
                         i + 1
                     }
-                    Match::Full(tag) if tag == CLOSE_CALL || tag == CLOSE_USE => {
+                    Match::Full(tag) if closes(tag, block.function.is_some()) => {
                         self.buf.push(b as char);
                         let raw_end = block.tag_start;
                         self.end_block(block, self.buf.len(), raw_end, sink);
                         return i + 1;
                     }
-                    Match::Full(_) => {
+                    Match::Full(tag) if tag != CLOSE_FUNCTION => {
                         self.buf.push(b as char);
                         block.phase = Phase::OpenSpace { resume };
                         i + 1
+                    }
+                    // `</function>` in a block that is not a function block is block content.
+                    Match::Full(_) => {
+                        block.phase = resume.phase();
+                        i
                     }
                     Match::None => {
                         block.phase = resume.phase();
@@ -269,12 +285,14 @@ impl Parser {
     fn judge_value<S: Sink + ?Sized>(&mut self, block: &mut Block, sink: &mut S) {
         let buf = std::mem::take(&mut self.buf);
         let text = &buf[block.value_start..];
-        if text.starts_with('[') {
+        if let Some(name) = block.function.clone() {
+            self.judge_function(&name, text, block, sink);
+        } else if text.starts_with('[') {
             match array_elements(text) {
                 Ok(items) if items.is_empty() => sink.error(ParseError {
                     kind: ErrorKind::Malformed,
                     raw: text.to_owned(),
-                    reason: "empty array of calls".to_owned(),
+                    reason: ParseProblem::EmptyArray,
                 }),
                 Ok(items) => {
                     for item in items {
@@ -293,6 +311,34 @@ impl Parser {
             self.scanner.restore_members(members);
         }
         self.buf = buf;
+    }
+
+    /// A value of a `<function=NAME>` block: the arguments of a call to NAME.
+    fn judge_function<S: Sink + ?Sized>(
+        &mut self,
+        name: &str,
+        text: &str,
+        block: &mut Block,
+        sink: &mut S,
+    ) {
+        let reason = if !text.starts_with('{') {
+            Some(ParseProblem::Dialect(
+                DialectProblem::FunctionArgumentsNotObject,
+            ))
+        } else {
+            super::shape::check_name(name, &self.declared).err()
+        };
+        match reason {
+            None => {
+                block.calls += 1;
+                self.emit_call(name, text, sink);
+            }
+            Some(reason) => sink.error(ParseError {
+                kind: ErrorKind::Malformed,
+                raw: text.to_owned(),
+                reason,
+            }),
+        }
     }
 
     fn judge_one<S: Sink + ?Sized>(&mut self, text: &str, block: &mut Block, sink: &mut S) {
@@ -355,7 +401,7 @@ impl Parser {
             sink.error(ParseError {
                 kind: ErrorKind::Truncated,
                 raw,
-                reason: "the response ended inside the call".to_owned(),
+                reason: ParseProblem::EndedInside,
             });
         }
         let end = self.buf.len();
@@ -366,10 +412,9 @@ impl Parser {
     fn overflow<S: Sink + ?Sized>(&mut self, mut block: Block, sink: &mut S) {
         if block.phase == Phase::Value {
             let raw = self.buf[block.value_start..].trim_end().to_owned();
-            let reason = format!(
-                "the call is larger than {} bytes",
-                self.config.max_block_bytes
-            );
+            let reason = ParseProblem::TooLarge {
+                limit: self.config.max_block_bytes,
+            };
             sink.error(ParseError {
                 kind: ErrorKind::Malformed,
                 raw,
@@ -404,7 +449,10 @@ mod tests {
         let out = parse(&big, &cfg);
         assert!(out.calls.is_empty());
         assert_eq!(out.errors.len(), 1);
-        assert!(out.errors[0].reason.contains("larger than 64 bytes"));
-        assert_eq!(out.visible, big);
+        assert!(out.errors[0]
+            .reason
+            .to_string()
+            .contains("larger than 64 bytes"));
+        assert_eq!(out.text, big);
     }
 }

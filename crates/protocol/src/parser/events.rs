@@ -1,7 +1,11 @@
-//! What the parser hands out: a sink trait for zero-copy consumers, and owned events and a collected
-//! result for everyone else.
+//! What the parser hands out: a sink trait for zero-copy consumers, and the one owned event type
+//! ([`ModelEvent`]) every collector, the response decoder and the providers use. The fold of
+//! events into a whole response is [`crate::response::ModelResponse`].
 
 use serde::Serialize;
+
+use super::problem::ParseProblem;
+use crate::types::{FinishReason, Usage};
 
 /// Why a block did not give a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -13,12 +17,13 @@ pub enum ErrorKind {
     Truncated,
 }
 
-/// A call the parser could not accept. `raw` stays visible (see docs/parser.md).
+/// A call the parser could not accept. `raw` stays visible (see docs/src/parser.md).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ParseError {
     pub kind: ErrorKind,
     pub raw: String,
-    pub reason: String,
+    /// Why, typed; serialized as its wording (a string).
+    pub reason: ParseProblem,
 }
 
 /// Receives the parser's output as it is produced. Text slices borrow from the parser's input or
@@ -38,21 +43,27 @@ pub trait Sink {
     fn error(&mut self, error: ParseError);
 }
 
-/// One parser event, owned.
+/// One event of a model's response, owned: what the parser produces, plus the usage and finish
+/// reason the response decoder adds. Serialized (`toolbridge parse --events`) with a `type` tag;
+/// a malformed call is `{"type": "error", "kind", "raw", "reason"}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum Event {
+pub enum ModelEvent {
+    /// Visible text.
     Text {
         text: String,
     },
+    /// Reasoning text (`<think>` content or a server's `reasoning_content`).
     Reasoning {
         text: String,
     },
+    /// A call begins (index counts calls of this response from 0).
     CallStart {
         index: usize,
         id: String,
         name: String,
     },
+    /// A fragment of a call's arguments JSON.
     CallArgs {
         index: usize,
         fragment: String,
@@ -60,19 +71,36 @@ pub enum Event {
     CallEnd {
         index: usize,
     },
-    Error(ParseError),
+    /// Text that tried to be a call and is not one (it also stays in the visible text).
+    #[serde(rename = "error")]
+    Malformed {
+        #[serde(flatten)]
+        error: ParseError,
+    },
+    Usage {
+        usage: Usage,
+    },
+    /// The answer ended on this stop sequence of the request (not the tool-call close tag the
+    /// tool mode adds), when the upstream or our own stop scanner tells which; before `Finish`.
+    StopSequence {
+        sequence: String,
+    },
+    /// The last event of a decoded response: why it ended.
+    Finish {
+        reason: FinishReason,
+    },
 }
 
 /// Collects events, merging adjacent text (and adjacent reasoning) into one event.
-impl Sink for Vec<Event> {
+impl Sink for Vec<ModelEvent> {
     fn text(&mut self, text: &str) {
         if text.is_empty() {
             return;
         }
-        if let Some(Event::Text { text: last }) = self.last_mut() {
+        if let Some(ModelEvent::Text { text: last }) = self.last_mut() {
             last.push_str(text);
         } else {
-            self.push(Event::Text {
+            self.push(ModelEvent::Text {
                 text: text.to_owned(),
             });
         }
@@ -82,17 +110,17 @@ impl Sink for Vec<Event> {
         if text.is_empty() {
             return;
         }
-        if let Some(Event::Reasoning { text: last }) = self.last_mut() {
+        if let Some(ModelEvent::Reasoning { text: last }) = self.last_mut() {
             last.push_str(text);
         } else {
-            self.push(Event::Reasoning {
+            self.push(ModelEvent::Reasoning {
                 text: text.to_owned(),
             });
         }
     }
 
     fn call_start(&mut self, index: usize, id: &str, name: &str) {
-        self.push(Event::CallStart {
+        self.push(ModelEvent::CallStart {
             index,
             id: id.to_owned(),
             name: name.to_owned(),
@@ -100,110 +128,48 @@ impl Sink for Vec<Event> {
     }
 
     fn call_args(&mut self, index: usize, fragment: &str) {
-        self.push(Event::CallArgs {
+        self.push(ModelEvent::CallArgs {
             index,
             fragment: fragment.to_owned(),
         });
     }
 
     fn call_end(&mut self, index: usize) {
-        self.push(Event::CallEnd { index });
+        self.push(ModelEvent::CallEnd { index });
     }
 
     fn error(&mut self, error: ParseError) {
-        self.push(Event::Error(error));
+        self.push(ModelEvent::Malformed { error });
     }
 }
 
 /// Records every event exactly as handed out, without merging text deltas: what a streaming
 /// consumer sees (`toolbridge parse --events`, the property tests).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct EventLog(pub Vec<Event>);
+pub struct EventLog(pub Vec<ModelEvent>);
 
 impl Sink for EventLog {
     fn text(&mut self, text: &str) {
-        self.0.push(Event::Text {
+        self.0.push(ModelEvent::Text {
             text: text.to_owned(),
         });
     }
     fn reasoning(&mut self, text: &str) {
-        self.0.push(Event::Reasoning {
+        self.0.push(ModelEvent::Reasoning {
             text: text.to_owned(),
         });
     }
     fn call_start(&mut self, index: usize, id: &str, name: &str) {
-        self.0.push(Event::CallStart {
-            index,
-            id: id.to_owned(),
-            name: name.to_owned(),
-        });
+        self.0.call_start(index, id, name);
     }
     fn call_args(&mut self, index: usize, fragment: &str) {
-        self.0.push(Event::CallArgs {
-            index,
-            fragment: fragment.to_owned(),
-        });
+        self.0.call_args(index, fragment);
     }
     fn call_end(&mut self, index: usize) {
-        self.0.push(Event::CallEnd { index });
+        self.0.call_end(index);
     }
     fn error(&mut self, error: ParseError) {
-        self.0.push(Event::Error(error));
-    }
-}
-
-/// A call the parser accepted.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ParsedCall {
-    pub id: String,
-    pub name: String,
-    /// The arguments JSON text, as the model wrote it.
-    pub arguments: String,
-}
-
-/// Everything the parser produced for one response.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct ParseOutput {
-    pub calls: Vec<ParsedCall>,
-    pub visible: String,
-    pub reasoning: String,
-    pub errors: Vec<ParseError>,
-}
-
-impl ParseOutput {
-    /// A call was cut off by the end of the stream: the response's finish reason is `length`.
-    pub fn truncated(&self) -> bool {
-        self.errors.iter().any(|e| e.kind == ErrorKind::Truncated)
-    }
-}
-
-impl Sink for ParseOutput {
-    fn text(&mut self, text: &str) {
-        self.visible.push_str(text);
-    }
-
-    fn reasoning(&mut self, text: &str) {
-        self.reasoning.push_str(text);
-    }
-
-    fn call_start(&mut self, _index: usize, id: &str, name: &str) {
-        self.calls.push(ParsedCall {
-            id: id.to_owned(),
-            name: name.to_owned(),
-            arguments: String::new(),
-        });
-    }
-
-    fn call_args(&mut self, _index: usize, fragment: &str) {
-        if let Some(call) = self.calls.last_mut() {
-            call.arguments.push_str(fragment);
-        }
-    }
-
-    fn call_end(&mut self, _index: usize) {}
-
-    fn error(&mut self, error: ParseError) {
-        self.errors.push(error);
+        self.0.error(error);
     }
 }
 
@@ -234,5 +200,38 @@ impl<A: Sink + ?Sized, B: Sink + ?Sized> Sink for Tee<'_, A, B> {
     fn error(&mut self, error: ParseError) {
         self.0.error(error.clone());
         self.1.error(error);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// `toolbridge parse --events` prints these; the form of an error event is the one the
+    /// parser's own event type had before the event types were merged.
+    #[test]
+    fn a_malformed_call_serializes_as_a_flat_error_event() {
+        let event = ModelEvent::Malformed {
+            error: ParseError {
+                kind: ErrorKind::Truncated,
+                raw: "{\"name\": \"f\"".into(),
+                reason: ParseProblem::EndedInside,
+            },
+        };
+        assert_eq!(
+            serde_json::to_string(&event).unwrap(),
+            r#"{"type":"error","kind":"truncated","raw":"{\"name\": \"f\"","reason":"the response ended inside the call"}"#
+        );
+        let start = ModelEvent::CallStart {
+            index: 0,
+            id: "call_0".into(),
+            name: "f".into(),
+        };
+        assert_eq!(
+            serde_json::to_string(&start).unwrap(),
+            r#"{"type":"call_start","index":0,"id":"call_0","name":"f"}"#
+        );
     }
 }

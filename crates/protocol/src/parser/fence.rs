@@ -5,7 +5,7 @@ use super::block::limit;
 use super::json::Feed;
 use super::shape::{array_elements, judge_object};
 use super::{is_ws, match_prefix, Match, Parser, Sink, State, OPEN_CALL, OPEN_USE};
-use super::{ErrorKind, ParseError};
+use super::{ErrorKind, ParseError, ParseProblem};
 
 #[derive(Debug)]
 pub(super) struct Fence {
@@ -426,7 +426,7 @@ impl Parser {
                 sink.error(ParseError {
                     kind: ErrorKind::Truncated,
                     raw,
-                    reason: "the response ended inside the call".to_owned(),
+                    reason: ParseProblem::EndedInside,
                 });
                 let buf = std::mem::take(&mut self.buf);
                 self.emit_text(&buf, sink);

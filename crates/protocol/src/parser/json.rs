@@ -8,6 +8,8 @@
 //! We write this instead of using a crate because the streaming JSON crates either build values
 //! (allocation per token) or do not report where a value ends across chunk boundaries.
 
+use super::problem::JsonSyntax;
+
 /// The result of feeding bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Feed {
@@ -16,7 +18,7 @@ pub(crate) enum Feed {
     /// The value ended; this many bytes of the input belong to it.
     Done(usize),
     /// The byte at this offset of the input cannot continue the value.
-    Error(usize, &'static str),
+    Error(usize, JsonSyntax),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -207,7 +209,7 @@ impl Scanner {
                             }
                             self.state = State::Escape { key }
                         }
-                        _ => return Feed::Error(j, "control character inside a string"),
+                        _ => return Feed::Error(j, JsonSyntax::ControlCharacter),
                     }
                     i = j + 1;
                     continue;
@@ -218,12 +220,12 @@ impl Scanner {
                             State::Str { key }
                         }
                         b'u' => State::Hex { key, left: 4 },
-                        _ => return Feed::Error(i, "invalid escape in a string"),
+                        _ => return Feed::Error(i, JsonSyntax::InvalidEscape),
                     };
                 }
                 State::Hex { key, left } => {
                     if !b.is_ascii_hexdigit() {
-                        return Feed::Error(i, "invalid \\u escape in a string");
+                        return Feed::Error(i, JsonSyntax::InvalidUnicodeEscape);
                     }
                     self.state = if left == 1 {
                         State::Str { key }
@@ -273,13 +275,13 @@ impl Scanner {
                                 return done;
                             }
                         }
-                        _ => return Feed::Error(i, "expected a string key"),
+                        _ => return Feed::Error(i, JsonSyntax::ExpectedKey),
                     }
                 }
                 State::Colon => {
                     if !is_ws(b) {
                         if b != b':' {
-                            return Feed::Error(i, "expected ':' after an object key");
+                            return Feed::Error(i, JsonSyntax::ExpectedColon);
                         }
                         self.state = State::Value;
                     }
@@ -295,12 +297,8 @@ impl Scanner {
                                     return done;
                                 }
                             }
-                            (_, true) => {
-                                return Feed::Error(i, "expected ',' or '}' after an object member")
-                            }
-                            (_, false) => {
-                                return Feed::Error(i, "expected ',' or ']' after an array element")
-                            }
+                            (_, true) => return Feed::Error(i, JsonSyntax::ExpectedMemberEnd),
+                            (_, false) => return Feed::Error(i, JsonSyntax::ExpectedElementEnd),
                         }
                     }
                 }
@@ -324,12 +322,12 @@ impl Scanner {
                             self.end_member(self.base + i);
                             continue;
                         }
-                        None => return Feed::Error(i, "invalid number"),
+                        None => return Feed::Error(i, JsonSyntax::InvalidNumber),
                     }
                 }
                 State::Literal { lit, at } => {
                     if b != lit[at as usize] {
-                        return Feed::Error(i, "invalid literal (expected true, false or null)");
+                        return Feed::Error(i, JsonSyntax::InvalidLiteral);
                     }
                     let at = at + 1;
                     if at as usize == lit.len() {
@@ -366,11 +364,11 @@ impl Scanner {
         None
     }
 
-    fn begin_value(&mut self, b: u8) -> Result<(), &'static str> {
+    fn begin_value(&mut self, b: u8) -> Result<(), JsonSyntax> {
         self.state = match b {
             b'{' | b'[' => {
                 if self.stack.len() >= MAX_DEPTH {
-                    return Err("JSON nested too deeply");
+                    return Err(JsonSyntax::TooDeep);
                 }
                 self.stack.push(b == b'{');
                 if b == b'{' {
@@ -396,7 +394,7 @@ impl Scanner {
                 lit: b"null",
                 at: 1,
             },
-            _ => return Err("expected a JSON value"),
+            _ => return Err(JsonSyntax::ExpectedValue),
         };
         Ok(())
     }

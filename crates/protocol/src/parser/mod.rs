@@ -2,7 +2,7 @@
 //!
 //! Push text in ([`Parser::push`], [`Parser::push_bytes`]), end it ([`Parser::finish`]), and the
 //! parser hands visible text, reasoning, calls and errors to a [`Sink`]. The policy — what is a call,
-//! what stays visible — is `docs/parser.md`; the corpus and property tests pin it down.
+//! what stays visible — is `docs/src/parser.md`; the corpus and property tests pin it down.
 //!
 //! How it stays linear: plain text is skipped with `memchr` and handed out as slices of the input;
 //! only what could still become a marker is copied into a small `held` buffer; a call block or a
@@ -10,15 +10,21 @@
 //! state across chunks, so no byte is ever scanned again because a chunk ended.
 
 mod block;
+pub mod dialect;
 mod events;
 mod fence;
 mod json;
+mod problem;
 mod shape;
 mod utf8;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
-pub use events::{ErrorKind, Event, EventLog, ParseError, ParseOutput, ParsedCall, Sink, Tee};
+/// The parser's collector: a whole response (re-exported from [`crate::response`]).
+pub use crate::response::ModelResponse;
+pub use dialect::{Dialect, DialectSetting, UnknownDialect};
+pub use events::{ErrorKind, EventLog, ModelEvent, ParseError, Sink, Tee};
+pub use problem::{DialectProblem, JsonSyntax, ParseProblem, PythonicProblem};
 
 use block::Block;
 use fence::Fence;
@@ -37,6 +43,14 @@ pub struct ParserConfig {
     pub think: bool,
     /// A call block larger than this is malformed (bounds memory).
     pub max_block_bytes: usize,
+    /// The tool-call format to read (docs/src/parser.md, "Dialects").
+    pub dialect: Dialect,
+    /// The reply begins inside reasoning: the chat template already wrote `<think>`, so the text
+    /// up to the first `</think>` is reasoning.
+    pub reasoning_open: bool,
+    /// The declared tools' parameter schemas (tool name → JSON Schema of its parameters), for the
+    /// dialects whose values are bare text (qwen3-coder, glm45): they give each value its type.
+    pub schemas: HashMap<String, serde_json::Value>,
 }
 
 impl Default for ParserConfig {
@@ -47,6 +61,9 @@ impl Default for ParserConfig {
             fences: true,
             think: true,
             max_block_bytes: 4 << 20,
+            dialect: Dialect::Hermes,
+            reasoning_open: false,
+            schemas: HashMap::new(),
         }
     }
 }
@@ -66,8 +83,8 @@ impl ParserConfig {
 }
 
 /// Parses a whole text at once.
-pub fn parse(text: &str, config: &ParserConfig) -> ParseOutput {
-    let mut out = ParseOutput::default();
+pub fn parse(text: &str, config: &ParserConfig) -> ModelResponse {
+    let mut out = ModelResponse::default();
     let mut parser = Parser::new(config.clone());
     parser.push(text, &mut out);
     parser.finish(&mut out);
@@ -81,6 +98,10 @@ const MAX_FENCE_INFO: usize = 1024;
 
 const OPEN_CALL: &[u8] = b"<tool_call>";
 const OPEN_USE: &[u8] = b"<tool_use>";
+/// Llama 3.1's custom-tool form, `<function=NAME>{…}</function>` (docs/src/parser.md).
+const OPEN_FUNCTION: &[u8] = b"<function=";
+/// Longest tool name in a `<function=NAME>` tag.
+const MAX_FUNCTION_NAME: usize = 128;
 const OPEN_THINK: &[u8] = b"<think>";
 const CLOSE_THINK: &[u8] = b"</think>";
 
@@ -92,6 +113,8 @@ enum State {
     TextTag,
     /// `held` is a complete open tag plus the whitespace after it.
     TagSpace,
+    /// `held` is `<function=` and the tool name read so far.
+    FunctionHead,
     /// `held` is a backtick run that began at the start of a line.
     LineTicks,
     /// A backtick run in the middle of a line, already emitted; `run` backticks so far.
@@ -116,7 +139,7 @@ enum State {
 }
 
 /// The set of declared names, or "any".
-struct Declared(Option<HashSet<String>>, String);
+pub(crate) struct Declared(Option<HashSet<String>>, String);
 
 impl Declared {
     fn new(tools: &Option<Vec<String>>) -> Self {
@@ -134,7 +157,7 @@ impl shape::Declared for Declared {
 
     fn describe(&self) -> String {
         if self.1.is_empty() {
-            "(none)".to_owned()
+            crate::texts::PARSE_NO_TOOLS.to_owned()
         } else {
             self.1.clone()
         }
@@ -157,15 +180,28 @@ pub struct Parser {
     seen_visible: bool,
     next_index: usize,
     utf8: utf8::Carry,
+    /// The tool name of a `<function=NAME>` tag whose block is about to start.
+    function: Option<String>,
+    /// The engine of a dialect other than hermes, which then handles all the text.
+    dialect: Option<Box<dialect::engine::Engine>>,
 }
 
 impl Parser {
     pub fn new(config: ParserConfig) -> Self {
         let declared = Declared::new(&config.tools);
+        let dialect = (config.dialect != Dialect::Hermes)
+            .then(|| Box::new(dialect::engine::Engine::new(&config)));
+        let state = if config.reasoning_open {
+            State::Think { matched: 0 }
+        } else {
+            State::Text
+        };
         Parser {
+            function: None,
+            dialect,
             config,
             declared,
-            state: State::Text,
+            state,
             held: String::new(),
             buf: String::new(),
             scanner: Scanner::default(),
@@ -178,12 +214,18 @@ impl Parser {
 
     /// How many calls have been emitted so far.
     pub fn calls_emitted(&self) -> usize {
-        self.next_index
+        match &self.dialect {
+            Some(engine) => engine.calls_emitted(),
+            None => self.next_index,
+        }
     }
 
     /// Pushes the next chunk of text.
     #[inline]
     pub fn push<S: Sink + ?Sized>(&mut self, chunk: &str, sink: &mut S) {
+        if self.dialect.is_some() {
+            return self.push_dialect(chunk, sink);
+        }
         // The token-streaming common case: a short piece of plain text.
         if chunk.len() < 16
             && matches!(self.state, State::Text)
@@ -193,6 +235,14 @@ impl Parser {
             return;
         }
         self.push_general(chunk, sink);
+    }
+
+    /// Another dialect's engine; kept out of line so the hermes path stays small enough to inline.
+    #[inline(never)]
+    fn push_dialect<S: Sink + ?Sized>(&mut self, chunk: &str, sink: &mut S) {
+        if let Some(engine) = self.dialect.as_deref_mut() {
+            engine.push(chunk, sink);
+        }
     }
 
     #[inline(never)]
@@ -234,9 +284,16 @@ impl Parser {
             self.utf8 = utf8::Carry::default();
             self.push("\u{FFFD}", sink);
         }
+        if let Some(engine) = self.dialect.as_deref_mut() {
+            return engine.finish(sink);
+        }
         match std::mem::replace(&mut self.state, State::Text) {
             State::Text | State::Ticks { .. } | State::CodeSpan { .. } => {}
-            State::TextTag | State::TagSpace | State::LineTicks | State::FenceInfo { .. } => {
+            State::TextTag
+            | State::TagSpace
+            | State::FunctionHead
+            | State::LineTicks
+            | State::FenceInfo { .. } => {
                 let held = std::mem::take(&mut self.held);
                 self.emit_text(&held, sink);
             }
@@ -268,6 +325,11 @@ impl Parser {
                         self.line = None;
                         i + 1
                     }
+                    Match::Full(m) if m == OPEN_FUNCTION => {
+                        self.held.push(b as char);
+                        self.state = State::FunctionHead;
+                        i + 1
+                    }
                     Match::Full(_) => {
                         self.held.push(b as char);
                         self.state = State::TagSpace;
@@ -284,6 +346,11 @@ impl Parser {
                     self.held.push(b as char);
                     i + 1
                 }
+                // A function's arguments are an object, never an array of calls.
+                b'[' if self.function.is_some() => {
+                    self.release_held(sink);
+                    i
+                }
                 b'{' | b'[' => {
                     self.buf.clear();
                     self.buf.push_str(&self.held);
@@ -296,6 +363,25 @@ impl Parser {
                     i
                 }
             },
+            State::FunctionHead => {
+                let name_len = self.held.len() - OPEN_FUNCTION.len();
+                match b {
+                    b'>' if name_len > 0 => {
+                        self.function = Some(self.held[OPEN_FUNCTION.len()..].to_owned());
+                        self.held.push('>');
+                        self.state = State::TagSpace;
+                        i + 1
+                    }
+                    b if is_name_byte(b) && name_len < MAX_FUNCTION_NAME => {
+                        self.held.push(b as char);
+                        i + 1
+                    }
+                    _ => {
+                        self.release_held(sink);
+                        i
+                    }
+                }
+            }
             State::LineTicks => {
                 if b == b'`' {
                     self.held.push('`');
@@ -451,8 +537,9 @@ impl Parser {
                     pos = j + 1;
                     continue;
                 };
-                if window.len() < marker.len() {
-                    // The chunk ends inside what may be a marker.
+                if window.len() < marker.len() || marker == OPEN_FUNCTION {
+                    // The chunk ends inside what may be a marker (or a `<function=NAME>` tag,
+                    // whose name the state machine reads).
                     self.emit_text(&s[i..j], sink);
                     self.held.clear();
                     self.held.push('<');
@@ -516,9 +603,9 @@ impl Parser {
     /// The markers that can open something in text.
     fn open_markers(&self) -> &'static [&'static [u8]] {
         if self.config.think {
-            &[OPEN_CALL, OPEN_USE, OPEN_THINK]
+            &[OPEN_CALL, OPEN_USE, OPEN_FUNCTION, OPEN_THINK]
         } else {
-            &[OPEN_CALL, OPEN_USE]
+            &[OPEN_CALL, OPEN_USE, OPEN_FUNCTION]
         }
     }
 
@@ -550,6 +637,7 @@ impl Parser {
 
     /// A held candidate turned out to be text: emit it and go back to plain text.
     fn release_held<S: Sink + ?Sized>(&mut self, sink: &mut S) {
+        self.function = None;
         let held = std::mem::take(&mut self.held);
         self.emit_text(&held, sink);
         self.held = held;
@@ -628,6 +716,11 @@ fn advance_line(line: Option<u8>, text: &[u8]) -> Option<u8> {
         });
     }
     (spaces <= 3 && text[text.len() - 1 - spaces] == b'\n').then_some(spaces as u8)
+}
+
+/// A byte of a tool name in `<function=NAME>`.
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
 }
 
 fn is_ws(b: u8) -> bool {

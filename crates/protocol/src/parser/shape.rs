@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::json::Member;
+use super::problem::ParseProblem;
 
 /// A call read out of a value: the name and the arguments JSON text.
 #[derive(Debug, PartialEq, Eq)]
@@ -38,21 +39,16 @@ pub(crate) fn judge_object<'a>(
     text: &'a str,
     declared: &dyn Declared,
     require_arguments: bool,
-) -> Result<CallShape<'a>, String> {
+) -> Result<CallShape<'a>, ParseProblem> {
     if !text.starts_with('{') {
-        return Err("a tool call must be a JSON object".to_owned());
+        return Err(ParseProblem::NotAnObject);
     }
-    let fields: Fields<'a> = serde_json::from_str(text).map_err(|e| clean_serde_error(&e))?;
-    let name = fields.name.ok_or_else(|| "missing \"name\"".to_owned())?;
-    if !declared.allows(&name) {
-        return Err(format!(
-            "unknown tool \"{name}\"; available tools: {}",
-            declared.describe()
-        ));
-    }
+    let fields: Fields<'a> = serde_json::from_str(text).map_err(|e| ParseProblem::json(&e))?;
+    let name = fields.name.ok_or(ParseProblem::MissingName)?;
+    check_name(&name, declared)?;
     let raw = fields.arguments.or(fields.parameters).or(fields.input);
     let arguments = match raw {
-        None if require_arguments => return Err("missing \"arguments\"".to_owned()),
+        None if require_arguments => return Err(ParseProblem::MissingArguments),
         None => Cow::Borrowed("{}"),
         Some(raw) => arguments_text(raw)?,
     };
@@ -65,7 +61,7 @@ pub(crate) fn judge_members<'a>(
     text: &'a str,
     members: &[Member],
     declared: &dyn Declared,
-) -> Option<Result<CallShape<'a>, String>> {
+) -> Option<Result<CallShape<'a>, ParseProblem>> {
     let mut name = None;
     let mut sources: [Option<&'a str>; 3] = [None; 3];
     for m in members {
@@ -82,7 +78,9 @@ pub(crate) fn judge_members<'a>(
         };
         if slot.is_some() {
             let key = &text[m.key.0..m.key.1];
-            return Some(Err(format!("duplicate field `{key}`")));
+            return Some(Err(ParseProblem::DuplicateField {
+                field: key.to_owned(),
+            }));
         }
         *slot = Some(value);
     }
@@ -93,24 +91,19 @@ fn judge_fields<'a>(
     name: Option<&'a str>,
     sources: [Option<&'a str>; 3],
     declared: &dyn Declared,
-) -> Result<CallShape<'a>, String> {
+) -> Result<CallShape<'a>, ParseProblem> {
     let name = match name {
-        None | Some("null") => return Err("missing \"name\"".to_owned()),
+        None | Some("null") => return Err(ParseProblem::MissingName),
         Some(raw) if raw.starts_with('"') => {
             if raw.contains('\\') {
-                Cow::Owned(serde_json::from_str::<String>(raw).map_err(|e| clean_serde_error(&e))?)
+                Cow::Owned(serde_json::from_str::<String>(raw).map_err(|e| ParseProblem::json(&e))?)
             } else {
                 Cow::Borrowed(&raw[1..raw.len() - 1])
             }
         }
-        Some(_) => return Err("\"name\" must be a string".to_owned()),
+        Some(_) => return Err(ParseProblem::NameNotString),
     };
-    if !declared.allows(&name) {
-        return Err(format!(
-            "unknown tool \"{name}\"; available tools: {}",
-            declared.describe()
-        ));
-    }
+    check_name(&name, declared)?;
     // Like `Option<&RawValue>`: a null source counts as absent.
     let arguments = match sources.into_iter().flatten().find(|s| *s != "null") {
         None => Cow::Borrowed("{}"),
@@ -119,39 +112,41 @@ fn judge_fields<'a>(
     Ok(CallShape { name, arguments })
 }
 
-fn arguments_text(raw: &RawValue) -> Result<Cow<'_, str>, String> {
+/// Whether `name` may be called: a declared tool, or any name when none are declared.
+pub(crate) fn check_name(name: &str, declared: &dyn Declared) -> Result<(), ParseProblem> {
+    if declared.allows(name) {
+        Ok(())
+    } else {
+        Err(ParseProblem::UnknownTool {
+            name: name.to_owned(),
+            declared: declared.describe(),
+        })
+    }
+}
+
+fn arguments_text(raw: &RawValue) -> Result<Cow<'_, str>, ParseProblem> {
     arguments_from_raw(raw.get())
 }
 
-fn arguments_from_raw(text: &str) -> Result<Cow<'_, str>, String> {
+fn arguments_from_raw(text: &str) -> Result<Cow<'_, str>, ParseProblem> {
     match text.as_bytes().first() {
         Some(b'{') => Ok(Cow::Borrowed(text)),
         Some(b'"') => {
             // Some models double-encode: a JSON string that holds the arguments object.
-            let inner: String = serde_json::from_str(text).map_err(|e| clean_serde_error(&e))?;
+            let inner: String = serde_json::from_str(text).map_err(|e| ParseProblem::json(&e))?;
             let trimmed = inner.trim();
             match serde_json::from_str::<&RawValue>(trimmed) {
                 Ok(v) if v.get().starts_with('{') => Ok(Cow::Owned(trimmed.to_owned())),
-                _ => Err("\"arguments\" is a string that does not hold a JSON object".to_owned()),
+                _ => Err(ParseProblem::ArgumentsString),
             }
         }
-        _ => Err("\"arguments\" must be a JSON object".to_owned()),
-    }
-}
-
-/// serde's messages end with " at line L column C", which refers to our buffer, not the model's
-/// text; drop it.
-fn clean_serde_error(e: &serde_json::Error) -> String {
-    let s = e.to_string();
-    match s.rfind(" at line ") {
-        Some(i) => s[..i].to_owned(),
-        None => s,
+        _ => Err(ParseProblem::ArgumentsNotObject),
     }
 }
 
 /// The elements of an array value, as raw text slices.
-pub(crate) fn array_elements(text: &str) -> Result<Vec<&str>, String> {
-    let items: Vec<&RawValue> = serde_json::from_str(text).map_err(|e| clean_serde_error(&e))?;
+pub(crate) fn array_elements(text: &str) -> Result<Vec<&str>, ParseProblem> {
+    let items: Vec<&RawValue> = serde_json::from_str(text).map_err(|e| ParseProblem::json(&e))?;
     Ok(items.into_iter().map(RawValue::get).collect())
 }
 
@@ -210,7 +205,7 @@ mod tests {
             assert!(judge_object(bad, &Any, false).is_err(), "{bad}");
         }
         let e = judge_object(r#"{"name":"x"}"#, &Only(&["a", "b"]), false).unwrap_err();
-        assert_eq!(e, "unknown tool \"x\"; available tools: a, b");
+        assert_eq!(e.to_string(), "unknown tool \"x\"; available tools: a, b");
         assert!(judge_object(r#"{"name":"f"}"#, &Any, true).is_err());
     }
 }

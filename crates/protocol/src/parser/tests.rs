@@ -2,12 +2,12 @@
 
 use super::*;
 
-fn run(text: &str) -> ParseOutput {
+fn run(text: &str) -> ModelResponse {
     parse(text, &ParserConfig::with_tools(["get_weather", "search"]))
 }
 
-fn bytewise(text: &str) -> ParseOutput {
-    let mut out = ParseOutput::default();
+fn bytewise(text: &str) -> ModelResponse {
+    let mut out = ModelResponse::default();
     let mut p = Parser::new(ParserConfig::with_tools(["get_weather", "search"]));
     for b in text.as_bytes() {
         p.push_bytes(std::slice::from_ref(b), &mut out);
@@ -16,7 +16,7 @@ fn bytewise(text: &str) -> ParseOutput {
     out
 }
 
-fn check(text: &str) -> ParseOutput {
+fn check(text: &str) -> ModelResponse {
     let whole = run(text);
     assert_eq!(bytewise(text), whole, "bytewise differs for {text:?}");
     whole
@@ -25,14 +25,14 @@ fn check(text: &str) -> ParseOutput {
 #[test]
 fn plain_text_passes_through() {
     let out = check("Hello <b>world</b> a < b `code` done");
-    assert_eq!(out.visible, "Hello <b>world</b> a < b `code` done");
+    assert_eq!(out.text, "Hello <b>world</b> a < b `code` done");
     assert!(out.calls.is_empty() && out.errors.is_empty());
 }
 
 #[test]
 fn a_tagged_call_is_extracted_and_whitespace_kept() {
     let out = check("Let me check.\n<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>\nDone");
-    assert_eq!(out.visible, "Let me check.\n\nDone");
+    assert_eq!(out.text, "Let me check.\n\nDone");
     assert_eq!(out.calls.len(), 1);
     assert_eq!(out.calls[0].name, "get_weather");
     assert_eq!(out.calls[0].arguments, "{\"city\": \"Paris\"}");
@@ -43,7 +43,7 @@ fn a_tagged_call_is_extracted_and_whitespace_kept() {
 fn close_tag_inside_a_string_is_data() {
     let out = check(r#"<tool_use>{"name":"search","arguments":{"q":"</tool_call>"}}</tool_use>"#);
     assert_eq!(out.calls[0].arguments, r#"{"q":"</tool_call>"}"#);
-    assert_eq!(out.visible, "");
+    assert_eq!(out.text, "");
 }
 
 #[test]
@@ -52,7 +52,7 @@ fn missing_close_tag_at_end_and_between_calls() {
         r#"<tool_call>{"name":"search","arguments":{"q":"a"}}<tool_call>{"name":"search","arguments":{"q":"b"}}"#,
     );
     assert_eq!(out.calls.len(), 2);
-    assert_eq!(out.visible, "");
+    assert_eq!(out.text, "");
 }
 
 #[test]
@@ -63,7 +63,7 @@ fn malformed_block_stays_visible_and_later_calls_parse() {
     assert_eq!(out.errors.len(), 1);
     assert_eq!(out.errors[0].raw, r#"{"name":"search","arguments":{"q":1}"#);
     assert_eq!(
-        out.visible,
+        out.text,
         r#"A <tool_call>{"name":"search","arguments":{"q":1}</tool_call> B "#
     );
 }
@@ -73,9 +73,12 @@ fn unknown_tool_is_malformed() {
     let out = check(r#"<tool_call>{"name":"rm","arguments":{}}</tool_call>"#);
     assert!(out.calls.is_empty());
     assert_eq!(out.errors[0].kind, ErrorKind::Malformed);
-    assert!(out.errors[0].reason.contains("unknown tool \"rm\""));
+    assert!(out.errors[0]
+        .reason
+        .to_string()
+        .contains("unknown tool \"rm\""));
     assert_eq!(
-        out.visible,
+        out.text,
         r#"<tool_call>{"name":"rm","arguments":{}}</tool_call>"#
     );
 }
@@ -85,7 +88,7 @@ fn truncated_call() {
     let out = check(r#"ok <tool_call>{"name":"search","arguments":{"q":"abc"#);
     assert!(out.truncated());
     assert_eq!(
-        out.visible,
+        out.text,
         r#"ok <tool_call>{"name":"search","arguments":{"q":"abc"#
     );
 }
@@ -97,14 +100,14 @@ fn think_is_reasoning_and_calls_inside_do_not_count() {
         out.reasoning,
         "maybe <tool_call>{\"name\":\"search\"}</tool_call>"
     );
-    assert_eq!(out.visible, "Answer");
+    assert_eq!(out.text, "Answer");
     assert!(out.calls.is_empty());
 }
 
 #[test]
 fn open_tag_followed_by_prose_is_text() {
     let out = check("I will use <tool_call> now. </tool_call>");
-    assert_eq!(out.visible, "I will use <tool_call> now. </tool_call>");
+    assert_eq!(out.text, "I will use <tool_call> now. </tool_call>");
     assert!(out.calls.is_empty());
 }
 
@@ -113,7 +116,7 @@ fn code_spans_hide_markers() {
     let out = check("Write `<tool_call>{\"name\":\"search\"}</tool_call>` like that");
     assert!(out.calls.is_empty());
     assert_eq!(
-        out.visible,
+        out.text,
         "Write `<tool_call>{\"name\":\"search\"}</tool_call>` like that"
     );
 }
@@ -123,7 +126,7 @@ fn json_fence_call() {
     let text = "Sure.\n```json\n{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}\n```\nBye";
     let out = check(text);
     assert_eq!(out.calls.len(), 1);
-    assert_eq!(out.visible, "Sure.\n\nBye");
+    assert_eq!(out.text, "Sure.\n\nBye");
 }
 
 #[test]
@@ -131,7 +134,7 @@ fn json_fence_with_data_is_text() {
     let text = "```json\n{\"name\": \"Alice\", \"age\": 3}\n```\n";
     let out = check(text);
     assert!(out.calls.is_empty() && out.errors.is_empty());
-    assert_eq!(out.visible, text);
+    assert_eq!(out.text, text);
 }
 
 #[test]
@@ -139,7 +142,7 @@ fn text_fence_hides_markers() {
     let text = "Example:\n```\n<tool_call>{\"name\":\"search\"}</tool_call>\n```\nend";
     let out = check(text);
     assert!(out.calls.is_empty());
-    assert_eq!(out.visible, text);
+    assert_eq!(out.text, text);
 }
 
 #[test]
@@ -148,11 +151,11 @@ fn tagged_fence_that_is_the_whole_message() {
         "```xml\n<tool_call>{\"name\":\"search\",\"arguments\":{\"q\":\"1\"}}</tool_call>\n```\n";
     let out = check(text);
     assert_eq!(out.calls.len(), 1);
-    assert_eq!(out.visible, "\n\n");
+    assert_eq!(out.text, "\n\n");
     let text2 = format!("{text}and more");
     let out2 = check(&text2);
     assert!(out2.calls.is_empty());
-    assert_eq!(out2.visible, text2);
+    assert_eq!(out2.text, text2);
 }
 
 #[test]
@@ -169,5 +172,5 @@ fn arrays_and_several_values() {
 fn unicode_is_kept_as_written() {
     let out = check("日本 <tool_call>{\"name\":\"search\",\"arguments\":{\"q\":\"café 🎉 \\u00e9\"}}</tool_call> ✓");
     assert_eq!(out.calls[0].arguments, "{\"q\":\"café 🎉 \\u00e9\"}");
-    assert_eq!(out.visible, "日本  ✓");
+    assert_eq!(out.text, "日本  ✓");
 }

@@ -7,6 +7,26 @@
 //! to the model in the user's later runs ([`active_lines`]); `toolbridge memory list|rm` shows and
 //! removes them.
 
+/// A [`Memory`] from a row whose columns are `id, user_id, slot, value, memory_text, status,
+/// conversation, tool_call, created_at`, in that order (what both stores select), each read with
+/// the driver's `$row.$get(index)?`. A macro because the two drivers' getters are generic over
+/// different traits.
+macro_rules! memory_from_row {
+    ($row:ident . $get:ident) => {
+        $crate::memory::Memory {
+            id: $row.$get(0)?,
+            user: $row.$get(1)?,
+            slot: $row.$get(2)?,
+            value: $row.$get(3)?,
+            memory_text: $row.$get(4)?,
+            status: $row.$get(5)?,
+            conversation: $row.$get(6)?,
+            tool_call: $row.$get(7)?,
+            created_at: $row.$get(8)?,
+        }
+    };
+}
+
 pub mod postgres;
 pub mod sqlite;
 
@@ -87,17 +107,14 @@ pub trait MemoryStore: Send + Sync + 'static {
 pub struct MemoryConfig {
     /// A SQLite file (`/path/memory.sqlite3` or `sqlite:///path`) or a PostgreSQL URL
     /// (`postgres://user:pass@host/db`). Default: `$XDG_DATA_HOME/toolbridge/memory.sqlite3`
-    /// (`~/.local/share/toolbridge/memory.sqlite3`), created on first use.
+    /// (`~/.local/share/toolbridge/memory.sqlite3`; `/var/lib/toolbridge/memory.sqlite3` as root),
+    /// created on first use.
     pub url: Option<String>,
 }
 
-/// The default SQLite file.
+/// The default SQLite file: `memory.sqlite3` in the data folder ([`toolbridge_sandbox::paths`]).
 pub fn default_sqlite_path() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
-    Some(base.join("toolbridge").join("memory.sqlite3"))
+    Some(toolbridge_sandbox::data_dir()?.join("memory.sqlite3"))
 }
 
 /// The store a URL names (nothing is opened before first use).

@@ -83,17 +83,7 @@ impl PostgresStore {
 }
 
 fn row(r: &tokio_postgres::Row) -> Result<Memory, MemoryError> {
-    Ok(Memory {
-        id: r.try_get(0)?,
-        user: r.try_get(1)?,
-        slot: r.try_get(2)?,
-        value: r.try_get(3)?,
-        memory_text: r.try_get(4)?,
-        status: r.try_get(5)?,
-        conversation: r.try_get(6)?,
-        tool_call: r.try_get(7)?,
-        created_at: r.try_get(8)?,
-    })
+    Ok(memory_from_row!(r.try_get))
 }
 
 impl MemoryStore for PostgresStore {

@@ -93,17 +93,7 @@ impl SqliteStore {
 }
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
-    Ok(Memory {
-        id: r.get(0)?,
-        user: r.get(1)?,
-        slot: r.get(2)?,
-        value: r.get(3)?,
-        memory_text: r.get(4)?,
-        status: r.get(5)?,
-        conversation: r.get(6)?,
-        tool_call: r.get(7)?,
-        created_at: r.get(8)?,
-    })
+    Ok(memory_from_row!(r.get))
 }
 
 impl MemoryStore for SqliteStore {

@@ -15,6 +15,7 @@
 //! - Interpreters idle for `idle_secs` are closed; the next call says so. Dropping the tool
 //!   kills them all.
 
+pub mod history;
 pub mod outputs;
 pub mod paths;
 pub mod pool;
@@ -25,11 +26,10 @@ use std::path::Path;
 use std::sync::{Arc, Once, Weak};
 use std::time::{Duration, Instant};
 
-use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use toolbridge_agent::{Tool, ToolContext, ToolError};
+use toolbridge_agent::{Tool, ToolContext, ToolError, ToolFuture};
 use toolbridge_protocol::texts;
 use toolbridge_protocol::types::ToolSpec;
 use toolbridge_sandbox::{Limits, Sandbox};
@@ -126,11 +126,7 @@ impl Tool for PythonExecute {
         &self.spec
     }
 
-    fn invoke(
-        &self,
-        args: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<String, ToolError>> {
+    fn invoke(&self, args: Value, ctx: ToolContext) -> ToolFuture {
         let inner = Arc::clone(&self.inner);
         Box::pin(async move {
             let code = args
@@ -227,6 +223,12 @@ impl Inner {
         }
         let outcome = session.run(&code, cancel, budget, grace).await;
         slot.last_used = Instant::now();
+        // A cell that timed out or lost its interpreter may succeed when tried again: a repeat
+        // of the call runs instead of being skipped as a duplicate. An exception is final.
+        let transient = match &outcome {
+            Outcome::Replied { reply, stop } => *stop == Some(Stop::TimedOut) && reply.interrupted,
+            Outcome::Hung { .. } | Outcome::Died { .. } | Outcome::Protocol => true,
+        };
         let result = match outcome {
             Outcome::Replied { reply, stop } => {
                 let mut text = render::reply_text(&reply, &self.limits);
@@ -274,6 +276,7 @@ impl Inner {
                     text
                 })
             }
+            Err(body) if transient => Err(ToolError::transient(finish(body))),
             Err(body) => Err(ToolError::new(finish(body))),
         }
     }
@@ -296,7 +299,16 @@ impl Inner {
             }
         }
         if slot.session.is_none() {
+            // The first interpreter of this process in a workspace that had one before (an
+            // earlier `run --conversation`, a restarted server): its state is gone, say so,
+            // unless a note above already does.
+            let earlier = !slot.started && history::had_session(workspace);
             slot.session = Some(self.start(workspace).await?);
+            slot.started = true;
+            history::mark(workspace);
+            if earlier && notes.is_empty() {
+                notes.push(texts::PYTHON_SESSION_NEW_PROCESS.to_owned());
+            }
         }
         slot.session
             .as_mut()
@@ -311,7 +323,11 @@ impl Inner {
             &self.settings,
         )
         .await
-        .map_err(|e| ToolError::internal(format!("python_execute: {e}")))
+        .map_err(|e| {
+            // The model only gets the sanitized failure: the operator must see why.
+            tracing::error!(workspace = %workspace.display(), error = %e, "python_execute could not start its interpreter");
+            ToolError::internal(format!("python_execute: {e}"))
+        })
     }
 
     /// Replaces a dead or killed interpreter with a fresh one (left empty if that fails: the

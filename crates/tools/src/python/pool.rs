@@ -16,6 +16,8 @@ pub struct Slot {
     pub last_used: Instant,
     /// Set when the reaper closed the session: the next call tells the model.
     pub expired: bool,
+    /// Whether this process started an interpreter for the slot (see [`super::history`]).
+    pub started: bool,
 }
 
 /// Slots without a session are forgotten after this long (they only remember `expired`).
@@ -35,6 +37,7 @@ impl Pool {
                 session: None,
                 last_used: Instant::now(),
                 expired: false,
+                started: false,
             }))
         }))
     }

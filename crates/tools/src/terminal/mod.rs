@@ -11,7 +11,7 @@
 //! interleave as on a terminal) and at most [`MAX_KEPT_BYTES`] are kept. A non-zero exit status,
 //! a signal and a sandbox limit the command ran into are appended. After `timeout_secs` (seed 002:
 //! 120) the whole process group is killed and the model gets the seed's "Command timeout after
-//! 120s" as a tool error (the seed's text, whatever the configured value). The model sees the first
+//! 120s" as a tool error, with the real seconds in place of 120. The model sees the first
 //! `max_output_chars` (seed 002: 2000) characters with the seed's truncation note.
 //!
 //! Under the Landlock fallback there is no mount namespace, so the workspace keeps its host path:
@@ -26,12 +26,11 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use toolbridge_agent::approval::{CallRisk, Risk, RiskAssessment};
-use toolbridge_agent::{Tool, ToolContext, ToolError};
+use toolbridge_agent::{Tool, ToolContext, ToolError, ToolFuture};
 use toolbridge_protocol::texts;
 use toolbridge_protocol::types::ToolSpec;
 use toolbridge_sandbox::{RunSpec, Sandbox};
@@ -136,11 +135,7 @@ impl Tool for RunInTerminal {
         Some(self.config.max_output_chars)
     }
 
-    fn invoke(
-        &self,
-        arguments: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<String, ToolError>> {
+    fn invoke(&self, arguments: Value, ctx: ToolContext) -> ToolFuture {
         let sandbox = self.sandbox.clone();
         let own = Duration::from_secs(self.config.timeout_secs);
         Box::pin(async move {
@@ -165,7 +160,15 @@ impl Tool for RunInTerminal {
     }
 }
 
-/// Runs `command` in the sandbox; the seed's timeout text (a tool error) after `budget`.
+/// `budget` in whole seconds for the model (rounded, at least 1): the configured
+/// `timeout_secs`, or what was left of the agent's deadline when that was shorter.
+fn whole_seconds(budget: Duration) -> u64 {
+    let secs = budget.as_secs() + u64::from(budget.subsec_millis() >= 500);
+    secs.max(1)
+}
+
+/// Runs `command` in the sandbox; the seed's timeout text with the real seconds (a tool error)
+/// after `budget`.
 async fn run(
     sandbox: &Sandbox,
     workspace: &Path,
@@ -233,7 +236,9 @@ async fn run(
             () = tokio::time::sleep_until(deadline) => {
                 child.kill();
                 tracing::info!(?budget, "run_in_terminal: command timed out, process group killed");
-                return Err(ToolError::new(texts::TERMINAL_TIMEOUT));
+                // Transient: a repeat of the call runs again instead of being skipped as a
+                // duplicate (the command may be quicker next time, e.g. once a cache is warm).
+                return Err(ToolError::transient(texts::terminal_timeout(whole_seconds(budget))));
             }
             () = ctx.cancel.cancelled() => {
                 child.kill();

@@ -1,0 +1,789 @@
+//! An Anthropic Messages request decoded into the gateway's [`ChatRequest`].
+//!
+//! What maps where: `system` (a string or text blocks; `cache_control` accepted and not needed)
+//! becomes the system message; user `text` and `image` blocks become content parts (base64
+//! images as `data:` URLs); `document` blocks with a text source become text; `tool_result`
+//! blocks become tool messages (string or text/image blocks, `is_error` kept) placed before the
+//! rest of their turn; assistant `text` and `tool_use` blocks become the assistant message and
+//! its calls (`input` as arguments JSON). Assistant `thinking` blocks are accepted and not sent
+//! on (the internal request has no place for them). `tools` (custom tools) become function
+//! tools, `tool_choice` maps one to one (`any` is `required`, `disable_parallel_tool_use` is
+//! `parallel_tool_calls: false`), `stop_sequences` is `stop`, `metadata.user_id` is `user`, and
+//! `top_k` and `thinking` ride along as extra fields (an Anthropic upstream takes them as they
+//! are; `thinking` is left out for OpenAI-compatible ones, see [`CLIENT_THINKING_FIELD`]).
+//! `system` turns inside `messages` (Claude Code sends them) are appended to the system prompt:
+//! many chat templates accept a system message only first. Other fields are ignored.
+//!
+//! Anthropic's server tools (`web_search_…`, `web_fetch_…`, `code_execution_…`) are listed
+//! apart ([`MessagesRequest::server_tools`]: the loop runs here, `server.rs`); in the history,
+//! an assistant turn's `server_tool_use` blocks become calls of the built-ins behind them and
+//! their result blocks the tool messages the model read (`server_blocks.rs`), the turn split
+//! into one assistant message per stretch of calls.
+//!
+//! Refused with a 400 that says why: a missing `max_tokens`, images by URL (the gateway has no
+//! guard against fetches into private networks yet), PDF documents (no place in the internal
+//! request), and other tool types (`bash_…`, `computer_…`, …).
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use toolbridge_protocol::types::{
+    ChatRequest, Content, ContentPart, ImageUrl, Message, ToolCall, ToolChoice, ToolSpec,
+};
+use toolbridge_protocol::validate::validate_tools;
+use toolbridge_providers::anthropic::CLIENT_THINKING_FIELD;
+
+use super::server_blocks::{self, ServerTool};
+use crate::config::Limits;
+use crate::depth::check_depth;
+use crate::error::ApiError;
+
+/// A decoded Messages request and what it asks of the response's form.
+pub(crate) struct MessagesRequest {
+    /// The client's own tools are its `tools`.
+    pub request: ChatRequest,
+    pub stream: bool,
+    /// Anthropic server tools the request carries, in order.
+    pub server_tools: Vec<ServerToolRef>,
+    /// `metadata.user_id`.
+    pub user_id: Option<String>,
+}
+
+/// A server tool of the request.
+pub(crate) struct ServerToolRef {
+    /// Its index in `tools`.
+    pub index: usize,
+    /// Its `type` as sent (`web_search_20250305`).
+    pub kind: String,
+    pub tool: ServerTool,
+}
+
+#[derive(Deserialize)]
+struct Wire {
+    #[serde(default)]
+    model: String,
+    max_tokens: Option<u32>,
+    #[serde(default)]
+    messages: Vec<WireMessage>,
+    #[serde(default)]
+    system: Option<TextOrBlocks>,
+    #[serde(default)]
+    tools: Vec<WireTool>,
+    #[serde(default)]
+    tool_choice: Option<WireToolChoice>,
+    #[serde(default)]
+    stop_sequences: Vec<String>,
+    temperature: Option<f64>,
+    top_p: Option<f64>,
+    top_k: Option<Value>,
+    #[serde(default)]
+    stream: bool,
+    metadata: Option<WireMetadata>,
+    thinking: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct WireMetadata {
+    user_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum TextOrBlocks {
+    Text(String),
+    Blocks(Vec<Block>),
+}
+
+#[derive(Deserialize)]
+struct WireMessage {
+    role: WireRole,
+    content: TextOrBlocks,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum WireRole {
+    User,
+    Assistant,
+    /// Claude Code puts some instructions in `system` turns between the others.
+    System,
+}
+
+/// A content block. Unknown block types are refused by name.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block {
+    Text {
+        text: String,
+    },
+    Image {
+        source: ImageSource,
+    },
+    Document {
+        source: Value,
+        #[serde(default)]
+        title: Option<String>,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    ToolResult {
+        tool_use_id: String,
+        #[serde(default)]
+        content: Option<TextOrBlocks>,
+        #[serde(default)]
+        is_error: bool,
+    },
+    Thinking {},
+    RedactedThinking {},
+    ServerToolUse {
+        id: String,
+        name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    WebSearchToolResult {
+        tool_use_id: String,
+        #[serde(default)]
+        content: Value,
+    },
+    WebFetchToolResult {
+        tool_use_id: String,
+        #[serde(default)]
+        content: Value,
+    },
+    CodeExecutionToolResult {
+        tool_use_id: String,
+        #[serde(default)]
+        content: Value,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ImageSource {
+    Base64 { media_type: String, data: String },
+    Url {},
+}
+
+#[derive(Deserialize)]
+struct WireTool {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    input_schema: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct WireToolChoice {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    disable_parallel_tool_use: bool,
+}
+
+/// Parses and checks a Messages body.
+pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<MessagesRequest, ApiError> {
+    check_depth(bytes, limits.json_depth_limit).map_err(|limit| {
+        ApiError::bad_request(format!(
+            "The JSON body is nested more than {limit} levels deep."
+        ))
+    })?;
+    let wire: Wire = serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::bad_request(format!("Invalid request body: {e}")))?;
+    if wire.model.is_empty() {
+        return Err(ApiError::bad_param("model", "model: Field required"));
+    }
+    let Some(max_tokens) = wire.max_tokens else {
+        return Err(ApiError::bad_param(
+            "max_tokens",
+            "max_tokens: Field required",
+        ));
+    };
+    if wire.messages.is_empty() {
+        return Err(ApiError::bad_param(
+            "messages",
+            "messages: at least one message is required",
+        ));
+    }
+    let mut messages = Vec::with_capacity(wire.messages.len() + 1);
+    if let Some(system) = wire.system {
+        let text = system_text(system)?;
+        if !text.is_empty() {
+            messages.push(Message::system(text));
+        }
+    }
+    let mut later_system = Vec::new();
+    for (i, message) in wire.messages.into_iter().enumerate() {
+        match message.role {
+            WireRole::User => user_turn(i, message.content, &mut messages)?,
+            WireRole::Assistant => assistant_turn(i, message.content, &mut messages)?,
+            WireRole::System => later_system.push(system_text(message.content)?),
+        }
+    }
+    for text in later_system.into_iter().filter(|t| !t.is_empty()) {
+        match messages.first_mut() {
+            Some(Message::System { content, .. }) => {
+                content.push_text("\n\n");
+                content.push_text(&text);
+            }
+            _ => messages.insert(0, Message::system(text)),
+        }
+    }
+    let mut tools = Vec::with_capacity(wire.tools.len());
+    let mut server_tools = Vec::new();
+    for (i, t) in wire.tools.into_iter().enumerate() {
+        match tool(i, t)? {
+            Declared::Custom(spec) => tools.push(spec),
+            Declared::Server(server) => server_tools.push(server),
+        }
+    }
+    validate_tools(&tools).map_err(|e| {
+        let param = e
+            .param()
+            .replace(".function.name", ".name")
+            .replace(".function.parameters", ".input_schema");
+        ApiError::bad_param(param, e.message)
+    })?;
+    let (tool_choice, parallel_tool_calls) = match wire.tool_choice {
+        None => (None, None),
+        Some(choice) => {
+            let mapped = match choice.kind.as_str() {
+                "auto" => ToolChoice::Auto,
+                "any" => ToolChoice::Required,
+                "none" => ToolChoice::None,
+                "tool" => {
+                    let name = choice.name.unwrap_or_default();
+                    if !tools.iter().any(|t| t.name == name) {
+                        return Err(ApiError::bad_param(
+                            "tool_choice",
+                            "tool_choice.name names a tool that is not in `tools`.",
+                        ));
+                    }
+                    ToolChoice::Named(name)
+                }
+                _ => {
+                    return Err(ApiError::bad_param(
+                        "tool_choice",
+                        "tool_choice.type must be auto, any, tool or none.",
+                    ))
+                }
+            };
+            (
+                Some(mapped),
+                choice.disable_parallel_tool_use.then_some(false),
+            )
+        }
+    };
+    let mut extra = Map::new();
+    if let Some(top_k) = wire.top_k {
+        extra.insert("top_k".into(), top_k);
+    }
+    if let Some(thinking) = wire.thinking {
+        // `{"type": "disabled"}` asks for what every upstream does without the field.
+        if thinking.get("type").and_then(Value::as_str) != Some("disabled") {
+            extra.insert(CLIENT_THINKING_FIELD.into(), thinking);
+        }
+    }
+    let user_id = wire.metadata.and_then(|m| m.user_id);
+    if let Some(user) = &user_id {
+        extra.insert("user".into(), user.clone().into());
+    }
+    Ok(MessagesRequest {
+        request: ChatRequest {
+            model: wire.model,
+            messages,
+            tools,
+            tool_choice,
+            parallel_tool_calls,
+            stop: wire.stop_sequences,
+            max_tokens: Some(max_tokens),
+            temperature: wire.temperature,
+            top_p: wire.top_p,
+            stream: false,
+            extra,
+        },
+        stream: wire.stream,
+        server_tools,
+        user_id,
+    })
+}
+
+fn system_text(system: TextOrBlocks) -> Result<String, ApiError> {
+    match system {
+        TextOrBlocks::Text(text) => Ok(text),
+        TextOrBlocks::Blocks(blocks) => {
+            let mut texts = Vec::with_capacity(blocks.len());
+            for block in blocks {
+                match block {
+                    Block::Text { text } => texts.push(text),
+                    _ => {
+                        return Err(ApiError::bad_param(
+                            "system",
+                            "system: only text blocks are accepted.",
+                        ))
+                    }
+                }
+            }
+            Ok(texts.join("\n\n"))
+        }
+    }
+}
+
+fn blocks(content: TextOrBlocks) -> Vec<Block> {
+    match content {
+        TextOrBlocks::Text(text) => vec![Block::Text { text }],
+        TextOrBlocks::Blocks(blocks) => blocks,
+    }
+}
+
+fn image_part(
+    source: ImageSource,
+    param: impl FnOnce() -> String,
+) -> Result<ContentPart, ApiError> {
+    match source {
+        ImageSource::Base64 { media_type, data } => Ok(ContentPart::ImageUrl {
+            image_url: ImageUrl {
+                url: format!("data:{media_type};base64,{data}"),
+                detail: None,
+            },
+        }),
+        ImageSource::Url {} => Err(ApiError::bad_param(
+            param(),
+            "Images by URL are not accepted by this gateway (it does not fetch URLs for \
+             clients); send the image as base64.",
+        )),
+    }
+}
+
+/// A document block's text: a `text` source, or the text blocks of a `content` source.
+fn document_text(source: &Value, title: Option<String>, param: &str) -> Result<String, ApiError> {
+    let body = match source.get("type").and_then(Value::as_str) {
+        Some("text") => source
+            .get("data")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        Some("content") => match source.get("content") {
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(Value::Array(items)) => Some(
+                items
+                    .iter()
+                    .filter_map(|b| b.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            _ => None,
+        },
+        _ => None,
+    };
+    let body = body.ok_or_else(|| {
+        ApiError::bad_param(
+            param.to_owned(),
+            "Only text documents are accepted by this gateway (PDF and URL sources are not).",
+        )
+    })?;
+    Ok(match title {
+        Some(title) if !title.is_empty() => format!("{title}\n\n{body}"),
+        _ => body,
+    })
+}
+
+/// A user turn: its tool results first (as tool messages), then its other blocks.
+fn user_turn(i: usize, content: TextOrBlocks, out: &mut Vec<Message>) -> Result<(), ApiError> {
+    let mut parts = Vec::new();
+    for (j, block) in blocks(content).into_iter().enumerate() {
+        let param = || format!("messages.{i}.content.{j}");
+        match block {
+            Block::Text { text } => parts.push(ContentPart::Text { text }),
+            Block::Image { source } => parts.push(image_part(source, param)?),
+            Block::Document { source, title } => parts.push(ContentPart::Text {
+                text: document_text(&source, title, &param())?,
+            }),
+            Block::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => out.push(Message::Tool {
+                tool_call_id: tool_use_id,
+                content: result_content(content, &param())?,
+                name: None,
+                is_error,
+            }),
+            _ => {
+                return Err(ApiError::bad_param(
+                    param(),
+                    "This block type belongs in an assistant message.",
+                ))
+            }
+        }
+    }
+    if !parts.is_empty() {
+        let content = match parts.as_slice() {
+            [ContentPart::Text { text }] => Content::Text(text.clone()),
+            _ => Content::Parts(parts),
+        };
+        out.push(Message::User {
+            content,
+            name: None,
+        });
+    }
+    Ok(())
+}
+
+fn result_content(content: Option<TextOrBlocks>, param: &str) -> Result<Content, ApiError> {
+    let blocks = match content {
+        None => return Ok(Content::Text(String::new())),
+        Some(TextOrBlocks::Text(text)) => return Ok(Content::Text(text)),
+        Some(TextOrBlocks::Blocks(blocks)) => blocks,
+    };
+    let mut parts = Vec::with_capacity(blocks.len());
+    for block in blocks {
+        match block {
+            Block::Text { text } => parts.push(ContentPart::Text { text }),
+            Block::Image { source } => parts.push(image_part(source, || param.to_owned())?),
+            Block::Document { source, title } => parts.push(ContentPart::Text {
+                text: document_text(&source, title, param)?,
+            }),
+            _ => {
+                return Err(ApiError::bad_param(
+                    param.to_owned(),
+                    "A tool_result holds only text, image and document blocks.",
+                ))
+            }
+        }
+    }
+    Ok(
+        if parts.iter().all(|p| matches!(p, ContentPart::Text { .. })) {
+            Content::Text(Content::Parts(parts).text().into_owned())
+        } else {
+            Content::Parts(parts)
+        },
+    )
+}
+
+/// An assistant turn. Server tool calls were run by the server within the turn, so their
+/// results follow them here: the turn becomes an assistant message with the calls of a stretch
+/// of blocks, then those results as tool messages, then the next stretch from its text on.
+fn assistant_turn(i: usize, content: TextOrBlocks, out: &mut Vec<Message>) -> Result<(), ApiError> {
+    let mut text = String::new();
+    let mut calls = Vec::new();
+    let mut results: Vec<Message> = Vec::new();
+    let mut inputs: HashMap<String, Value> = HashMap::new();
+    let flush = |text: &mut String,
+                 calls: &mut Vec<ToolCall>,
+                 results: &mut Vec<Message>,
+                 out: &mut Vec<Message>| {
+        let text = std::mem::take(text);
+        let calls = std::mem::take(calls);
+        out.push(Message::assistant_calls(
+            (!text.is_empty() || calls.is_empty()).then_some(text),
+            calls,
+        ));
+        out.append(results);
+    };
+    for (j, block) in blocks(content).into_iter().enumerate() {
+        let param = || format!("messages.{i}.content.{j}");
+        match block {
+            Block::Text { text: t } => {
+                if !results.is_empty() {
+                    flush(&mut text, &mut calls, &mut results, out);
+                }
+                text.push_str(&t);
+            }
+            Block::ToolUse { id, name, input } => calls.push(ToolCall {
+                id,
+                name,
+                arguments: arguments(input),
+            }),
+            Block::ServerToolUse { id, name, input } => {
+                let Some(tool) = ServerTool::of_wire_name(&name) else {
+                    return Err(ApiError::bad_param(
+                        param(),
+                        "This gateway runs the server tools web_search, web_fetch and \
+                         code_execution only.",
+                    ));
+                };
+                inputs.insert(id.clone(), input.clone());
+                calls.push(ToolCall {
+                    id,
+                    name: tool.builtin().to_owned(),
+                    arguments: arguments(input),
+                });
+            }
+            Block::WebSearchToolResult {
+                tool_use_id,
+                content,
+            } => results.push(server_result(
+                "web_search_tool_result",
+                tool_use_id,
+                &content,
+                &inputs,
+                param,
+            )?),
+            Block::WebFetchToolResult {
+                tool_use_id,
+                content,
+            } => results.push(server_result(
+                "web_fetch_tool_result",
+                tool_use_id,
+                &content,
+                &inputs,
+                param,
+            )?),
+            Block::CodeExecutionToolResult {
+                tool_use_id,
+                content,
+            } => results.push(server_result(
+                "code_execution_tool_result",
+                tool_use_id,
+                &content,
+                &inputs,
+                param,
+            )?),
+            Block::Thinking {} | Block::RedactedThinking {} => {}
+            _ => {
+                return Err(ApiError::bad_param(
+                    param(),
+                    "This block type belongs in a user message.",
+                ))
+            }
+        }
+    }
+    flush(&mut text, &mut calls, &mut results, out);
+    Ok(())
+}
+
+fn arguments(input: Value) -> String {
+    match input {
+        Value::Null => "{}".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// A server tool's result block as the tool message the model read.
+fn server_result(
+    kind: &str,
+    tool_use_id: String,
+    content: &Value,
+    inputs: &HashMap<String, Value>,
+    param: impl FnOnce() -> String,
+) -> Result<Message, ApiError> {
+    let Some(input) = inputs.get(&tool_use_id) else {
+        return Err(ApiError::bad_param(
+            param(),
+            "A server tool result must follow the server_tool_use block it answers.",
+        ));
+    };
+    let (text, is_error) = server_blocks::replay(kind, input, content);
+    Ok(Message::tool_result(tool_use_id, text, is_error))
+}
+
+/// A tool of the request: the client's own, or one of Anthropic's server tools.
+enum Declared {
+    Custom(ToolSpec),
+    Server(ServerToolRef),
+}
+
+fn tool(i: usize, tool: WireTool) -> Result<Declared, ApiError> {
+    match tool.kind.as_deref() {
+        None | Some("custom") => {}
+        Some(kind) => {
+            if let Some(server) = ServerTool::of_type(kind) {
+                return Ok(Declared::Server(ServerToolRef {
+                    index: i,
+                    kind: kind.to_owned(),
+                    tool: server,
+                }));
+            }
+            return Err(ApiError::bad_param(
+                format!("tools.{i}.type"),
+                format!(
+                    "The tool type `{}` is not supported by this gateway (it runs the server \
+                     tools web_search_…, web_fetch_… and code_execution_…); declare it as a \
+                     custom tool with an input_schema.",
+                    kind.chars().take(64).collect::<String>()
+                ),
+            ));
+        }
+    }
+    Ok(Declared::Custom(ToolSpec {
+        name: tool.name,
+        description: tool.description,
+        parameters: tool.input_schema,
+        strict: None,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    use super::*;
+    use crate::config::ServerConfig;
+
+    fn limits() -> Limits {
+        ServerConfig::default().limits().unwrap()
+    }
+
+    fn err(body: &str) -> ApiError {
+        parse(body.as_bytes(), &limits()).err().unwrap()
+    }
+
+    #[test]
+    fn a_tool_conversation_maps_onto_the_internal_request() {
+        let body = br#"{"model":"claude-x","max_tokens":100,"stream":true,
+            "system":[{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}},{"type":"text","text":"Really."}],
+            "messages":[
+              {"role":"user","content":"Weather?"},
+              {"role":"system","content":"Context."},
+              {"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"Checking."},{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}]},
+              {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"text","text":"sunny"}],"is_error":true},{"type":"text","text":"And?"}]}],
+            "tools":[{"name":"get_weather","description":"d","input_schema":{"type":"object"}}],
+            "tool_choice":{"type":"any","disable_parallel_tool_use":true},
+            "stop_sequences":["END"],"top_k":5,"metadata":{"user_id":"u1"},
+            "thinking":{"type":"enabled","budget_tokens":2000}}"#;
+        let m = parse(body, &limits()).unwrap();
+        let r = m.request;
+        assert!(m.stream && !r.stream);
+        assert_eq!(r.max_tokens, Some(100));
+        assert_eq!(
+            r.messages[0],
+            Message::system("Be brief.\n\nReally.\n\nContext.")
+        );
+        assert_eq!(r.messages[1], Message::user("Weather?"));
+        let Message::Assistant {
+            content,
+            tool_calls,
+        } = &r.messages[2]
+        else {
+            panic!()
+        };
+        assert_eq!(content.as_ref().unwrap().text(), "Checking.");
+        assert_eq!(tool_calls[0].arguments, r#"{"city":"Paris"}"#);
+        assert_eq!(
+            r.messages[3],
+            Message::tool_result("toolu_1", "sunny", true)
+        );
+        assert_eq!(r.messages[4], Message::user("And?"));
+        assert_eq!(r.tool_choice, Some(ToolChoice::Required));
+        assert_eq!(r.parallel_tool_calls, Some(false));
+        assert_eq!(r.stop, ["END"]);
+        assert_eq!(r.extra["top_k"], 5);
+        assert_eq!(r.extra["user"], "u1");
+        assert_eq!(r.extra[CLIENT_THINKING_FIELD]["budget_tokens"], 2000);
+    }
+
+    #[test]
+    fn server_tools_are_listed_apart_and_their_history_blocks_become_calls_and_results() {
+        let body = br#"{"model":"m","max_tokens":100,
+            "tools":[{"type":"code_execution_20250825","name":"code_execution"},
+                     {"name":"get_weather","input_schema":{"type":"object"}}],
+            "messages":[
+              {"role":"user","content":"Compute, then the weather."},
+              {"role":"assistant","content":[
+                {"type":"text","text":"Let me run it."},
+                {"type":"server_tool_use","id":"srvtoolu_1","name":"code_execution","input":{"code":"print(6*7)"}},
+                {"type":"code_execution_tool_result","tool_use_id":"srvtoolu_1","content":{"type":"code_execution_result","stdout":"42","stderr":"","return_code":0,"content":[]}},
+                {"type":"text","text":"It is 42."},
+                {"type":"tool_use","id":"toolu_2","name":"get_weather","input":{"city":"Paris"}}]},
+              {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_2","content":"sunny"}]}]}"#;
+        let m = parse(body, &limits()).unwrap();
+        assert_eq!(m.server_tools.len(), 1);
+        assert_eq!(m.server_tools[0].index, 0);
+        assert_eq!(m.server_tools[0].tool, ServerTool::CodeExecution);
+        assert_eq!(m.request.tools.len(), 1);
+        assert_eq!(m.request.tools[0].name, "get_weather");
+        let r = m.request.messages;
+        assert_eq!(r.len(), 5, "{r:?}");
+        assert_eq!(
+            r[1],
+            Message::assistant_calls(
+                Some("Let me run it.".into()),
+                vec![ToolCall {
+                    id: "srvtoolu_1".into(),
+                    name: "python_execute".into(),
+                    arguments: r#"{"code":"print(6*7)"}"#.into(),
+                }]
+            )
+        );
+        assert_eq!(r[2], Message::tool_result("srvtoolu_1", "42", false));
+        let Message::Assistant {
+            content,
+            tool_calls,
+        } = &r[3]
+        else {
+            panic!()
+        };
+        assert_eq!(content.as_ref().unwrap().text(), "It is 42.");
+        assert_eq!(tool_calls[0].id, "toolu_2");
+        assert_eq!(r[4], Message::tool_result("toolu_2", "sunny", false));
+
+        let e = err(
+            r#"{"model":"m","max_tokens":1,"messages":[{"role":"assistant","content":[{"type":"web_search_tool_result","tool_use_id":"srvtoolu_9","content":[]}]}]}"#,
+        );
+        assert_eq!(e.param.as_deref(), Some("messages.0.content.0"));
+        let e = err(
+            r#"{"model":"m","max_tokens":1,"messages":[{"role":"assistant","content":[{"type":"server_tool_use","id":"s","name":"bash_code_execution","input":{}}]}]}"#,
+        );
+        assert_eq!(e.param.as_deref(), Some("messages.0.content.0"));
+    }
+
+    #[test]
+    fn base64_images_become_data_urls() {
+        let m = parse(
+            br#"{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[
+                {"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}},
+                {"type":"text","text":"what?"}]}]}"#,
+            &limits(),
+        )
+        .unwrap();
+        let Message::User {
+            content: Content::Parts(parts),
+            ..
+        } = &m.request.messages[0]
+        else {
+            panic!()
+        };
+        assert!(
+            matches!(&parts[0], ContentPart::ImageUrl { image_url } if image_url.url == "data:image/png;base64,AAAA")
+        );
+    }
+
+    #[test]
+    fn what_the_gateway_cannot_serve_is_refused_by_name() {
+        let e = err(r#"{"model":"m","messages":[{"role":"user","content":"x"}]}"#);
+        assert_eq!(e.param.as_deref(), Some("max_tokens"));
+        let e = err(
+            r#"{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"http://169.254.169.254/"}}]}]}"#,
+        );
+        assert_eq!(e.param.as_deref(), Some("messages.0.content.0"));
+        assert!(e.message.contains("by URL"));
+        let e = err(
+            r#"{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"bash_20250124","name":"bash"}]}"#,
+        );
+        assert_eq!(e.param.as_deref(), Some("tools.0.type"));
+        assert!(e.message.contains("bash_20250124"));
+        let e = err(
+            r#"{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"a b","input_schema":{"type":"object"}}]}"#,
+        );
+        assert_eq!(e.param.as_deref(), Some("tools[0].name"));
+        let e = err(
+            r#"{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"x"}],"tool_choice":{"type":"tool","name":"nope"}}"#,
+        );
+        assert_eq!(e.param.as_deref(), Some("tool_choice"));
+        let e = err(
+            r#"{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBE"}}]}]}"#,
+        );
+        assert!(e.message.contains("text documents"));
+        assert_eq!(err("{").status, 400);
+    }
+}

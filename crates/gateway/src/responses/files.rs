@@ -1,0 +1,414 @@
+//! The Files API (`POST /v1/files`, `GET /v1/files`, `GET`/`DELETE /v1/files/{id}`,
+//! `GET /v1/files/{id}/content`) and the files code wrote in a container
+//! (`GET /v1/containers/{id}/files`, `…/files/{file_id}`, `…/files/{file_id}/content`).
+//!
+//! SECURITY.md §5: uploads are capped while they stream in (`[server.state] max_file_bytes`),
+//! their type is sniffed from the bytes (the client's content type is not trusted), the
+//! client's file name is kept for display only — in a workspace a file is named by us — and a
+//! key sees only its own files (404 for another's).
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Multipart, Path, Query, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use bytes::Bytes;
+use serde_json::{json, Value};
+use toolbridge_state::{FileFilter, FileRecord, StoreError};
+
+use super::json_response;
+use crate::error::ApiError;
+use crate::routes::User;
+use crate::state::AppState;
+
+const PURPOSES: &[&str] = &[
+    "assistants",
+    "user_data",
+    "vision",
+    "batch",
+    "fine-tune",
+    "evals",
+];
+
+/// A file as the API shows it.
+pub(crate) fn object(f: &FileRecord) -> Value {
+    json!({
+        "id": f.id,
+        "object": "file",
+        "bytes": f.bytes,
+        "created_at": f.created_at,
+        "expires_at": f.expires_at,
+        "filename": f.filename,
+        "purpose": f.purpose,
+        "status": "processed",
+        "status_details": null,
+    })
+}
+
+/// A container's file as the API shows it.
+fn container_object(f: &FileRecord, container: &str) -> Value {
+    json!({
+        "id": f.id,
+        "object": "container.file",
+        "bytes": f.bytes,
+        "container_id": container,
+        "created_at": f.created_at,
+        "path": format!("/mnt/data/{}", f.filename),
+        "source": "assistant",
+    })
+}
+
+fn store_failed(e: StoreError) -> Response {
+    match e {
+        StoreError::TooLarge(_) => {
+            ApiError::bad_param("file", "The file is too large.").into_response()
+        }
+        other => {
+            tracing::error!(error = %other, "files: state store");
+            ApiError::state_unavailable().into_response()
+        }
+    }
+}
+
+/// The media type of `bytes`, from their first bytes; text when they are UTF-8.
+pub(crate) fn sniff(bytes: &[u8]) -> &'static str {
+    const MAGIC: &[(&[u8], &str)] = &[
+        (b"\x89PNG\r\n\x1a\n", "image/png"),
+        (b"\xff\xd8\xff", "image/jpeg"),
+        (b"GIF87a", "image/gif"),
+        (b"GIF89a", "image/gif"),
+        (b"%PDF-", "application/pdf"),
+        (b"PK\x03\x04", "application/zip"),
+        (b"\x1f\x8b", "application/gzip"),
+    ];
+    for (magic, kind) in MAGIC {
+        if bytes.starts_with(magic) {
+            return kind;
+        }
+    }
+    if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        return "image/webp";
+    }
+    match std::str::from_utf8(&bytes[..bytes.len().min(64 << 10)]) {
+        Ok(_) => "text/plain",
+        // A multi-byte character cut at the sniffing window is still text.
+        Err(e) if e.error_len().is_none() => "text/plain",
+        Err(_) => "application/octet-stream",
+    }
+}
+
+/// The client's name, for display: its last path component, printable, at most 255 bytes.
+pub(crate) fn display_name(name: &str) -> String {
+    let base = name.rsplit(['/', '\\']).next().unwrap_or_default();
+    let mut clean: String = base
+        .chars()
+        .map(|c| if c.is_control() { '_' } else { c })
+        .collect();
+    while clean.len() > 255 {
+        clean.pop();
+    }
+    let clean = clean.trim_start_matches('.').trim().to_owned();
+    if clean.is_empty() {
+        "upload".into()
+    } else {
+        clean
+    }
+}
+
+/// `POST /v1/files`: multipart with `file` and `purpose`.
+pub(crate) async fn upload(
+    State(state): State<Arc<AppState>>,
+    Extension(User(owner)): Extension<User>,
+    mut multipart: Multipart,
+) -> Response {
+    let max = state.responses.max_file_bytes();
+    let mut purpose = None;
+    let mut file: Option<(String, Vec<u8>)> = None;
+    loop {
+        let field = match multipart.next_field().await {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e) => {
+                return ApiError::bad_request(format!("The multipart body could not be read: {e}."))
+                    .into_response()
+            }
+        };
+        match field.name() {
+            Some("purpose") => match field.text().await {
+                Ok(t) => purpose = Some(t),
+                Err(_) => {
+                    return ApiError::bad_param("purpose", "Unreadable 'purpose'.").into_response()
+                }
+            },
+            Some("file") => {
+                let name = display_name(field.file_name().unwrap_or("upload"));
+                let mut field = field;
+                let mut bytes = Vec::new();
+                loop {
+                    match field.chunk().await {
+                        Ok(Some(chunk)) => {
+                            if (bytes.len() + chunk.len()) as u64 > max {
+                                return ApiError::bad_param(
+                                    "file",
+                                    format!("The file is larger than the limit of {max} bytes."),
+                                )
+                                .into_response();
+                            }
+                            bytes.extend_from_slice(&chunk);
+                        }
+                        Ok(None) => break,
+                        Err(e) => {
+                            return ApiError::bad_request(format!(
+                                "The upload could not be read: {e}."
+                            ))
+                            .into_response()
+                        }
+                    }
+                }
+                file = Some((name, bytes));
+            }
+            _ => {}
+        }
+    }
+    let Some(purpose) = purpose else {
+        return ApiError::bad_param("purpose", "Missing required parameter: 'purpose'.")
+            .into_response();
+    };
+    if !PURPOSES.contains(&purpose.as_str()) {
+        return ApiError::bad_param(
+            "purpose",
+            format!(
+                "Invalid 'purpose': expected one of {}.",
+                PURPOSES.join(", ")
+            ),
+        )
+        .into_response();
+    }
+    let Some((filename, bytes)) = file else {
+        return ApiError::bad_param("file", "Missing required parameter: 'file'.").into_response();
+    };
+    let store = match state.responses.store().await {
+        Ok(s) => s,
+        Err(e) => return store_failed(e),
+    };
+    let now = toolbridge_state::now();
+    let record = FileRecord {
+        id: toolbridge_state::new_file_id(),
+        owner,
+        filename,
+        purpose,
+        bytes: bytes.len() as u64,
+        created_at: now,
+        expires_at: state.responses.expires_at(now),
+        media_type: sniff(&bytes).to_owned(),
+        container: None,
+    };
+    match store.put_file(record.clone(), Bytes::from(bytes)).await {
+        Ok(()) => json_response(StatusCode::OK, &object(&record)),
+        Err(e) => store_failed(e),
+    }
+}
+
+#[derive(serde::Deserialize)]
+pub(crate) struct FileQuery {
+    purpose: Option<String>,
+    limit: Option<usize>,
+}
+
+/// `GET /v1/files`: the key's uploads, newest first.
+pub(crate) async fn list(
+    State(state): State<Arc<AppState>>,
+    Extension(User(owner)): Extension<User>,
+    Query(query): Query<FileQuery>,
+) -> Response {
+    let store = match state.responses.store().await {
+        Ok(s) => s,
+        Err(e) => return store_failed(e),
+    };
+    match store.list_files(&owner, FileFilter::Uploads).await {
+        Ok(files) => {
+            let data: Vec<Value> = files
+                .iter()
+                .filter(|f| query.purpose.as_ref().is_none_or(|p| *p == f.purpose))
+                .take(query.limit.unwrap_or(10_000).clamp(1, 10_000))
+                .map(object)
+                .collect();
+            json_response(
+                StatusCode::OK,
+                &json!({"object": "list", "data": data, "has_more": false}),
+            )
+        }
+        Err(e) => store_failed(e),
+    }
+}
+
+async fn find(state: &Arc<AppState>, owner: &str, id: &str) -> Result<FileRecord, Response> {
+    let store = state.responses.store().await.map_err(store_failed)?;
+    match store.get_file(owner, id).await {
+        Ok(Some(f)) => Ok(f),
+        Ok(None) => Err(ApiError::no_such("file", id, None).into_response()),
+        Err(e) => Err(store_failed(e)),
+    }
+}
+
+/// `GET /v1/files/{id}`.
+pub(crate) async fn retrieve(
+    State(state): State<Arc<AppState>>,
+    Extension(User(owner)): Extension<User>,
+    Path(id): Path<String>,
+) -> Response {
+    match find(&state, &owner, &id).await {
+        Ok(f) if f.container.is_none() => json_response(StatusCode::OK, &object(&f)),
+        Ok(_) => ApiError::no_such("file", &id, None).into_response(),
+        Err(r) => r,
+    }
+}
+
+/// `GET /v1/files/{id}/content`.
+pub(crate) async fn content(
+    State(state): State<Arc<AppState>>,
+    Extension(User(owner)): Extension<User>,
+    Path(id): Path<String>,
+) -> Response {
+    let record = match find(&state, &owner, &id).await {
+        Ok(f) => f,
+        Err(r) => return r,
+    };
+    download(&state, &owner, &record).await
+}
+
+async fn download(state: &Arc<AppState>, owner: &str, record: &FileRecord) -> Response {
+    let store = match state.responses.store().await {
+        Ok(s) => s,
+        Err(e) => return store_failed(e),
+    };
+    match store.file_content(owner, &record.id).await {
+        Ok(Some(bytes)) => {
+            let mut response = Response::new(Body::from(bytes));
+            let headers = response.headers_mut();
+            // Served as what it was sniffed to be, never as HTML a browser would run.
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_str(&record.media_type)
+                    .unwrap_or(HeaderValue::from_static("application/octet-stream")),
+            );
+            headers.insert(
+                "x-content-type-options",
+                HeaderValue::from_static("nosniff"),
+            );
+            headers.insert(
+                header::CONTENT_DISPOSITION,
+                HeaderValue::from_static("attachment"),
+            );
+            response
+        }
+        Ok(None) => ApiError::no_such("file", &record.id, None).into_response(),
+        Err(e) => store_failed(e),
+    }
+}
+
+/// `DELETE /v1/files/{id}`.
+pub(crate) async fn delete(
+    State(state): State<Arc<AppState>>,
+    Extension(User(owner)): Extension<User>,
+    Path(id): Path<String>,
+) -> Response {
+    let store = match state.responses.store().await {
+        Ok(s) => s,
+        Err(e) => return store_failed(e),
+    };
+    match store.delete_file(&owner, &id).await {
+        Ok(true) => json_response(
+            StatusCode::OK,
+            &json!({"id": id, "object": "file", "deleted": true}),
+        ),
+        Ok(false) => ApiError::no_such("file", &id, None).into_response(),
+        Err(e) => store_failed(e),
+    }
+}
+
+/// `GET /v1/containers/{id}/files`: what code wrote under `/workspace/outputs` in the
+/// conversation's container.
+pub(crate) async fn container_files(
+    State(state): State<Arc<AppState>>,
+    Extension(User(owner)): Extension<User>,
+    Path(container): Path<String>,
+) -> Response {
+    let store = match state.responses.store().await {
+        Ok(s) => s,
+        Err(e) => return store_failed(e),
+    };
+    match store
+        .list_files(&owner, FileFilter::Container(container.clone()))
+        .await
+    {
+        Ok(files) => {
+            let data: Vec<Value> = files
+                .iter()
+                .map(|f| container_object(f, &container))
+                .collect();
+            json_response(
+                StatusCode::OK,
+                &json!({"object": "list", "data": data, "has_more": false,
+                "first_id": data.first().map(|f| f["id"].clone()), "last_id": data.last().map(|f| f["id"].clone())}),
+            )
+        }
+        Err(e) => store_failed(e),
+    }
+}
+
+async fn container_file_record(
+    state: &Arc<AppState>,
+    owner: &str,
+    container: &str,
+    id: &str,
+) -> Result<FileRecord, Response> {
+    match find(state, owner, id).await {
+        Ok(f) if f.container.as_deref() == Some(container) => Ok(f),
+        Ok(_) => Err(ApiError::no_such("container file", id, None).into_response()),
+        Err(r) => Err(r),
+    }
+}
+
+/// `GET /v1/containers/{id}/files/{file_id}`.
+pub(crate) async fn container_file(
+    State(state): State<Arc<AppState>>,
+    Extension(User(owner)): Extension<User>,
+    Path((container, id)): Path<(String, String)>,
+) -> Response {
+    match container_file_record(&state, &owner, &container, &id).await {
+        Ok(f) => json_response(StatusCode::OK, &container_object(&f, &container)),
+        Err(r) => r,
+    }
+}
+
+/// `GET /v1/containers/{id}/files/{file_id}/content`.
+pub(crate) async fn container_file_content(
+    State(state): State<Arc<AppState>>,
+    Extension(User(owner)): Extension<User>,
+    Path((container, id)): Path<(String, String)>,
+) -> Response {
+    match container_file_record(&state, &owner, &container, &id).await {
+        Ok(f) => download(&state, &owner, &f).await,
+        Err(r) => r,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn types_are_sniffed_from_the_bytes_and_names_lose_their_paths() {
+        assert_eq!(sniff(b"\x89PNG\r\n\x1a\nrest"), "image/png");
+        assert_eq!(sniff(b"%PDF-1.7"), "application/pdf");
+        assert_eq!(sniff(b"a,b\n1,2\n"), "text/plain");
+        assert_eq!(sniff(&[0xff, 0x00, 0xfe, 0x01]), "application/octet-stream");
+        assert_eq!(display_name("../../etc/passwd"), "passwd");
+        assert_eq!(display_name("C:\\Users\\x\\data.csv"), "data.csv");
+        assert_eq!(display_name(".."), "upload");
+        assert_eq!(display_name("a\nb.txt"), "a_b.txt");
+    }
+}

@@ -1,0 +1,259 @@
+//! What the Responses endpoints share: `[server.responses]` and `[server.state]`, the store
+//! (opened on first use, or at start by `toolbridge serve`), this instance's name, its running
+//! responses (to cancel them and to keep their heartbeat), and the per-user run counts.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::OnceCell;
+use tokio_util::sync::CancellationToken;
+use toolbridge_state::{Store, StoreConfig, StoreError};
+
+use super::tools::UnavailableTools;
+use crate::error::ApiError;
+
+/// `[server.responses]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ResponsesConfig {
+    /// A hosted tool the configuration does not enable: `warn` (left out, logged, marked on the
+    /// response's `tools`) or `error` (400 naming it).
+    pub unavailable_tools: UnavailableTools,
+    /// How long stored responses and files are kept, in hours (0: for ever).
+    pub retention_hours: f64,
+    /// Responses one user may have running at once (429 beyond); 0 = no limit.
+    pub max_concurrent_per_user: usize,
+    /// This instance's name in the store: a response left `in_progress` under it is marked
+    /// `failed` when an instance of this name starts (a crash, a kill). Default: the host name
+    /// and the listen port.
+    pub instance: Option<String>,
+}
+
+impl Default for ResponsesConfig {
+    fn default() -> Self {
+        ResponsesConfig {
+            unavailable_tools: UnavailableTools::Warn,
+            retention_hours: 24.0 * 30.0,
+            max_concurrent_per_user: 8,
+            instance: None,
+        }
+    }
+}
+
+/// `[server.state]`: where responses, conversations, paused runs and files are kept.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StateConfig {
+    /// `postgres://…` to share state between instances; unset: SQLite at `path`.
+    pub url: Option<String>,
+    /// The SQLite file (default: `state.sqlite3` in the data folder).
+    pub path: Option<PathBuf>,
+    /// The largest uploaded or stored file.
+    pub max_file_bytes: u64,
+}
+
+impl Default for StateConfig {
+    fn default() -> Self {
+        StateConfig {
+            url: None,
+            path: None,
+            max_file_bytes: 32 << 20,
+        }
+    }
+}
+
+/// How often a running response's row is touched, and after how long without a touch another
+/// instance takes it for dead.
+pub(crate) const HEARTBEAT: Duration = Duration::from_secs(15);
+const STALE_AFTER_SECS: i64 = 90;
+
+/// The message a response left running by a dead instance ends with.
+pub(crate) const INTERRUPTED: &str = "The server stopped while this response was being generated.";
+
+pub(crate) struct Service {
+    pub config: ResponsesConfig,
+    state: StateConfig,
+    store: OnceCell<Arc<dyn Store>>,
+    pub instance: String,
+    /// Responses running here: their cancellation tokens.
+    running: Mutex<HashMap<String, CancellationToken>>,
+    per_user: Mutex<HashMap<String, usize>>,
+}
+
+impl Service {
+    pub(crate) fn new(config: ResponsesConfig, state: StateConfig, port: u16) -> Self {
+        let instance = config.instance.clone().unwrap_or_else(|| {
+            let host = std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_owned())
+                .filter(|h| !h.is_empty())
+                .unwrap_or_else(|| "localhost".into());
+            format!("{host}:{port}")
+        });
+        Service {
+            config,
+            state,
+            store: OnceCell::new(),
+            instance,
+            running: Mutex::new(HashMap::new()),
+            per_user: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Uses `store` instead of opening the configured one (tests, embedders).
+    pub(crate) fn set_store(&self, store: Arc<dyn Store>) -> bool {
+        self.store.set(store).is_ok()
+    }
+
+    /// The largest uploaded or stored file.
+    pub(crate) fn max_file_bytes(&self) -> u64 {
+        self.state.max_file_bytes
+    }
+
+    /// The store, opened on first use. Opening marks what this instance left running as failed
+    /// and starts the heartbeat and retention task.
+    pub(crate) async fn store(self: &Arc<Self>) -> Result<Arc<dyn Store>, StoreError> {
+        let store = self
+            .store
+            .get_or_try_init(|| async {
+                let path = match (&self.state.path, toolbridge_sandbox::paths::data_dir()) {
+                    (Some(path), _) => path.clone(),
+                    (None, Some(dir)) => dir.join("state.sqlite3"),
+                    (None, None) => return Err(StoreError::Config(
+                        "no data folder (HOME and XDG_DATA_HOME are unset): set server.state.path"
+                            .into(),
+                    )),
+                };
+                let config = StoreConfig {
+                    url: self.state.url.clone(),
+                    sqlite_path: path,
+                    max_file_bytes: self.state.max_file_bytes,
+                };
+                toolbridge_state::open(&config).await
+            })
+            .await?;
+        Ok(Arc::clone(store))
+    }
+
+    /// Opens the store now (a bad `[server.state]` stops the server at start, not at the first
+    /// request), recovers what this instance left running and starts the upkeep task.
+    pub(crate) async fn start(self: &Arc<Self>) -> Result<(), StoreError> {
+        let store = self.store().await?;
+        let now = toolbridge_state::now();
+        let recovered = store
+            .recover(&self.instance, now - STALE_AFTER_SECS, INTERRUPTED)
+            .await?;
+        if recovered > 0 {
+            tracing::warn!(count = recovered, instance = %self.instance, "responses left running by a stopped instance marked failed");
+        }
+        let me = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(HEARTBEAT);
+            let mut n: u64 = 0;
+            loop {
+                tick.tick().await;
+                let Some(service) = me.upgrade() else { return };
+                service.upkeep(n).await;
+                n += 1;
+            }
+        });
+        Ok(())
+    }
+
+    /// The heartbeat of the running responses; every fourth tick, the stale ones of other
+    /// instances and the expired objects.
+    async fn upkeep(&self, n: u64) {
+        let Some(store) = self.store.get() else {
+            return;
+        };
+        let now = toolbridge_state::now();
+        let ids: Vec<String> = self
+            .running
+            .lock()
+            .map(|r| r.keys().cloned().collect())
+            .unwrap_or_default();
+        if !ids.is_empty() {
+            if let Err(e) = store.heartbeat(&self.instance, &ids, now).await {
+                tracing::error!(error = %e, "responses: heartbeat failed");
+            }
+        }
+        if n % 4 == 0 {
+            // An instance name nobody has: only the staleness rule applies.
+            if let Err(e) = store.recover("", now - STALE_AFTER_SECS, INTERRUPTED).await {
+                tracing::error!(error = %e, "responses: recovery failed");
+            }
+            if let Err(e) = store.expire(now).await {
+                tracing::error!(error = %e, "responses: expiry failed");
+            }
+        }
+    }
+
+    /// When a response stored now expires.
+    pub(crate) fn expires_at(&self, now: i64) -> Option<i64> {
+        (self.config.retention_hours > 0.0)
+            .then(|| now + (self.config.retention_hours * 3600.0) as i64)
+    }
+
+    /// Counts a run of `user` in; 429 beyond the limit. The guard counts it out.
+    pub(crate) fn admit(self: &Arc<Self>, user: &str) -> Result<Admitted, ApiError> {
+        let mut counts = self.per_user.lock().unwrap_or_else(|p| p.into_inner());
+        let count = counts.entry(user.to_owned()).or_insert(0);
+        let max = self.config.max_concurrent_per_user;
+        if max > 0 && *count >= max {
+            return Err(ApiError::too_many_runs(max));
+        }
+        *count += 1;
+        Ok(Admitted {
+            service: Arc::clone(self),
+            user: user.to_owned(),
+        })
+    }
+
+    pub(crate) fn register(&self, id: &str, cancel: CancellationToken) {
+        if let Ok(mut r) = self.running.lock() {
+            r.insert(id.to_owned(), cancel);
+        }
+    }
+
+    pub(crate) fn unregister(&self, id: &str) {
+        if let Ok(mut r) = self.running.lock() {
+            r.remove(id);
+        }
+    }
+
+    /// Cancels a response running on this instance; false when it runs nowhere here.
+    pub(crate) fn cancel(&self, id: &str) -> bool {
+        match self.running.lock().ok().and_then(|r| r.get(id).cloned()) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A run counted against its user's limit while it lives.
+pub(crate) struct Admitted {
+    service: Arc<Service>,
+    user: String,
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        let mut counts = self
+            .service
+            .per_user
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = counts.get_mut(&self.user) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                counts.remove(&self.user);
+            }
+        }
+    }
+}

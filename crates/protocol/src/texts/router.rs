@@ -1,0 +1,20 @@
+//! The embedded model's `auto` router (crate `toolbridge-embedded`). Ours. Never part of a
+//! conversation: the contexts in which the model's own likelihoods of the tool names are compared.
+
+use super::fill;
+
+/// Ours: written after the conversation, in the assistant's turn, before each tool name whose
+/// likelihood is scored.
+pub const ROUTER_USE_PREFIX: &str = "I will use the tool ";
+/// Ours: the system prompt of the router's noisy-channel context (the user's message is scored
+/// after it, once per tool); placeholders `<TOOL_NAME>`, `<TOOL_DESCRIPTION>`.
+pub const ROUTER_CHANNEL_SYSTEM: &str =
+    "You are a helpful assistant with one tool, <TOOL_NAME>: <TOOL_DESCRIPTION>";
+
+/// [`ROUTER_CHANNEL_SYSTEM`] filled.
+pub fn router_channel_system(name: &str, description: &str) -> String {
+    fill(
+        ROUTER_CHANNEL_SYSTEM,
+        &[("<TOOL_NAME>", name), ("<TOOL_DESCRIPTION>", description)],
+    )
+}

@@ -1,0 +1,149 @@
+//! Models from configuration: `[[models]]` entries and `--model` names through the program's
+//! [`ProviderRegistry`], and the one rule for "no model configured": the embedded default.
+
+use toolbridge_protocol::mode::ToolMode;
+use toolbridge_providers::config::{Env, ModelConfig};
+use toolbridge_providers::{Model, ProviderRegistry};
+
+use crate::config::Origin;
+use crate::error::RuntimeError;
+
+/// The model used when none is configured: the embedded default (pulled on first use).
+pub const DEFAULT_MODEL: &str = "embedded";
+
+/// How messages name the model a run uses when none is configured.
+pub const DEFAULT_MODEL_LABEL: &str = "embedded (SmolLM2-135M-Instruct)";
+
+/// Resolves the model of a run: a `[[models]]` name wins over a `provider:model` reading of the
+/// same text; no name at all is the [`DEFAULT_MODEL`]. `origin` says where `models` came from
+/// (for the message when a bare name is not among them).
+pub fn resolve_model(
+    registry: &ProviderRegistry,
+    env: &dyn Env,
+    name: Option<&str>,
+    mode: Option<ToolMode>,
+    models: &[ModelConfig],
+    origin: &Origin,
+) -> Result<Model, RuntimeError> {
+    let Some(name) = name else {
+        // No model configured: the embedded default (pulled on first use).
+        return registry
+            .model_from_spec(DEFAULT_MODEL, mode, env)
+            .map_err(RuntimeError::NoModel);
+    };
+    if let Some(config) = models.iter().find(|m| m.name == name) {
+        return registry
+            .build_model(config, env)
+            .map_err(|source| RuntimeError::Model {
+                name: name.to_owned(),
+                source,
+            });
+    }
+    // `embedded` alone names a provider; any other name without `provider:` must be configured.
+    if !name.contains(':') && !registry.knows(name) {
+        return Err(RuntimeError::UnknownModel(unknown_bare_name(
+            name, models, origin,
+        )));
+    }
+    registry
+        .model_from_spec(name, mode, env)
+        .map_err(RuntimeError::Spec)
+}
+
+/// A name without `provider:` that no `[[models]]` entry defines: say what was looked at.
+fn unknown_bare_name(name: &str, models: &[ModelConfig], origin: &Origin) -> String {
+    const HOW: &str = "a bare model name must be defined under [[models]] in toolbridge.toml, or written provider:model (for example openai:gpt-4o-mini, ollama:qwen2.5, scripted:replies.json)";
+    match origin {
+        Origin::NotFound(_) => format!("no model named `{name}`: {origin}; {HOW}"),
+        Origin::File(path) => {
+            let defined = if models.is_empty() {
+                "it defines no [[models]]".to_owned()
+            } else {
+                let names: Vec<String> = models.iter().map(|m| format!("`{}`", m.name)).collect();
+                format!("it defines {}", names.join(", "))
+            };
+            format!(
+                "no model named `{name}` in {} ({defined}); {HOW}",
+                path.display()
+            )
+        }
+    }
+}
+
+/// The models a gateway serves (see [`crate::Runtime::served_models`]).
+#[derive(Clone, Default)]
+pub struct ServedModels {
+    /// Ready to serve, in the order configured.
+    pub models: Vec<Model>,
+    /// Configured models whose API key variable is unset, with the reason: served with 503
+    /// until the key is set (a missing key is the environment's, not the file's).
+    pub unavailable: Vec<(String, String)>,
+    /// When no model is configured: whether the embedded default is served (`Ok`), or why not.
+    pub default_model: Option<Result<(), String>>,
+}
+
+impl std::fmt::Debug for ServedModels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServedModels")
+            .field(
+                "models",
+                &self.models.iter().map(|m| &m.name).collect::<Vec<_>>(),
+            )
+            .field("unavailable", &self.unavailable)
+            .field("default_model", &self.default_model)
+            .finish()
+    }
+}
+
+/// Builds every `[[models]]` entry for a server; with none at all, the embedded default. What
+/// is left out and why goes to stderr as it is found (a missing key, no default model).
+pub fn served_models(
+    registry: &ProviderRegistry,
+    env: &dyn Env,
+    configured: &[ModelConfig],
+) -> Result<ServedModels, RuntimeError> {
+    let mut served = ServedModels::default();
+    for config in configured {
+        match registry.build_model(config, env) {
+            Ok(model) => served.models.push(model),
+            // A missing key is the environment's, not the file's: serve the other models.
+            Err(err) if err.is_missing_key() => {
+                let reason = error_line(&err);
+                eprintln!(
+                    "toolbridge: warning: model `{}` is not available until this is fixed (requests for it get 503): {reason}",
+                    config.name
+                );
+                served.unavailable.push((config.name.clone(), reason));
+            }
+            Err(err) => return Err(RuntimeError::Served(err)),
+        }
+    }
+    if configured.is_empty() {
+        // No model configured: serve the embedded default (pulled on first use) as `embedded`.
+        served.default_model = Some(match registry.model_from_spec(DEFAULT_MODEL, None, env) {
+            Ok(model) => {
+                eprintln!("toolbridge: no [[models]] configured; serving the embedded default model as `embedded`");
+                served.models.push(model);
+                Ok(())
+            }
+            Err(err) => {
+                let reason = error_line(&err);
+                eprintln!("toolbridge: no embedded default model: {reason}");
+                Err(reason)
+            }
+        });
+    }
+    Ok(served)
+}
+
+/// An error and its causes on one line, `outer: inner`.
+pub fn error_line(e: &dyn std::error::Error) -> String {
+    let mut line = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        line.push_str(": ");
+        line.push_str(&cause.to_string());
+        next = cause.source();
+    }
+    line
+}

@@ -1,0 +1,613 @@
+//! The default store: one SQLite file, no set-up.
+//!
+//! WAL journal with `synchronous=NORMAL`: a committed transaction survives a killed process (the
+//! fault the gateway must survive: kill -9 mid-run); only a power loss may drop the last few
+//! commits, never corrupting the file. FULL would fsync on every response write, which the
+//! per-request budget cannot afford. Several processes may share the file (two gateway instances on
+//! one host): readers never block, writers wait up to 5 s for each other (`busy_timeout`), and every
+//! transaction that writes starts IMMEDIATE so that two writers queue instead of failing.
+//!
+//! One connection behind a mutex; every call runs in the blocking pool (`spawn_blocking`), JSON
+//! encoding included, so no database or serialization work happens on the async runtime.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+use crate::codec::{
+    self, encode_conversation, failed_body, file_length, stored_length, StoredConversation,
+    StoredResponse, CONVERSATION_COLUMNS, FAILED, FILE_COLUMNS, RESPONSE_COLUMNS,
+};
+use crate::{ConversationRecord, FileFilter, FileRecord, ResponseRecord, Store, StoreError, Unix};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS toolbridge_responses (
+    id TEXT PRIMARY KEY NOT NULL,
+    owner TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    expires_at INTEGER,
+    instance TEXT NOT NULL,
+    previous_response_id TEXT,
+    conversation_id TEXT,
+    body TEXT NOT NULL,
+    input_items TEXT NOT NULL,
+    context TEXT NOT NULL,
+    run TEXT
+);
+CREATE INDEX IF NOT EXISTS toolbridge_responses_running
+    ON toolbridge_responses (status, updated_at);
+CREATE INDEX IF NOT EXISTS toolbridge_responses_expiry
+    ON toolbridge_responses (expires_at) WHERE expires_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS toolbridge_conversations (
+    id TEXT PRIMARY KEY NOT NULL,
+    owner TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    metadata TEXT NOT NULL,
+    items TEXT NOT NULL,
+    context TEXT NOT NULL,
+    version INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS toolbridge_files (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    owner TEXT NOT NULL,
+    filename TEXT NOT NULL,
+    purpose TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER,
+    media_type TEXT NOT NULL,
+    container TEXT
+);
+CREATE INDEX IF NOT EXISTS toolbridge_files_owner ON toolbridge_files (owner, created_at);
+CREATE INDEX IF NOT EXISTS toolbridge_files_expiry
+    ON toolbridge_files (expires_at) WHERE expires_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS toolbridge_file_contents (
+    id TEXT PRIMARY KEY NOT NULL,
+    content BLOB NOT NULL
+);
+";
+
+/// A failure inside a blocking call: SQLite's or ours, so `?` works on both.
+struct Fail(StoreError);
+
+impl From<rusqlite::Error> for Fail {
+    fn from(e: rusqlite::Error) -> Self {
+        Fail(StoreError::Database(e.to_string()))
+    }
+}
+
+impl From<StoreError> for Fail {
+    fn from(e: StoreError) -> Self {
+        Fail(e)
+    }
+}
+
+type Sql<T> = Result<T, Fail>;
+
+/// A SQLite file of responses, conversations and files.
+#[derive(Clone)]
+pub struct SqliteStore {
+    path: PathBuf,
+    conn: Arc<Mutex<Connection>>,
+    max_file_bytes: u64,
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing) the file at `path`: its missing parent folders are created
+    /// 0700 and the file 0600, since it holds every user's conversations.
+    pub async fn open(path: PathBuf, max_file_bytes: u64) -> Result<Self, StoreError> {
+        let at = path.clone();
+        let conn = tokio::task::spawn_blocking(move || open_file(&at))
+            .await
+            .map_err(|e| StoreError::Database(e.to_string()))??;
+        Ok(SqliteStore {
+            path,
+            conn: Arc::new(Mutex::new(conn)),
+            max_file_bytes,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `PRAGMA integrity_check`'s answer ("ok" when the file is sound).
+    pub fn integrity_check(&self) -> BoxFuture<'_, Result<String, StoreError>> {
+        self.run(|c| Ok(c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?))
+    }
+
+    /// Runs `f` on the connection in the blocking pool.
+    fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Sql<T> + Send + 'static,
+    ) -> BoxFuture<'_, Result<T, StoreError>> {
+        let conn = Arc::clone(&self.conn);
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                // A panic elsewhere while holding the lock leaves no half-done state behind:
+                // SQLite rolls back a transaction that was not committed.
+                let mut guard = conn.lock().unwrap_or_else(|e| e.into_inner());
+                f(&mut guard).map_err(|Fail(e)| e)
+            })
+            .await
+            .map_err(|e| StoreError::Database(e.to_string()))?
+        })
+    }
+}
+
+fn open_file(path: &Path) -> Result<Connection, StoreError> {
+    let io = |e: std::io::Error| StoreError::Database(format!("{}: {e}", path.display()));
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        let mut dirs = std::fs::DirBuilder::new();
+        dirs.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut dirs, 0o700);
+        dirs.create(parent).map_err(io)?;
+    }
+    // Create the file ourselves so that it is owner-only from the start (SQLite gives its -wal
+    // and -shm files the database file's permissions).
+    let mut file = std::fs::OpenOptions::new();
+    file.create(true).append(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut file, 0o600);
+    file.open(path).map_err(io)?;
+
+    let fail = |e: rusqlite::Error| StoreError::Database(e.to_string());
+    let mut conn = Connection::open(path).map_err(fail)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(fail)?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+        .map_err(fail)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::Database(format!(
+            "{}: journal mode {mode}, not WAL",
+            path.display()
+        )));
+    }
+    conn.execute_batch("PRAGMA synchronous=NORMAL;")
+        .map_err(fail)?;
+    // Room for every statement of this file, so none is parsed twice.
+    conn.set_prepared_statement_cache_capacity(64);
+    // IMMEDIATE: two instances starting at once create the schema one after the other.
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(fail)?;
+    tx.execute_batch(SCHEMA).map_err(fail)?;
+    tx.commit().map_err(fail)?;
+    Ok(conn)
+}
+
+fn response_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredResponse> {
+    Ok(StoredResponse {
+        id: r.get(0)?,
+        owner: r.get(1)?,
+        status: r.get(2)?,
+        created_at: r.get(3)?,
+        updated_at: r.get(4)?,
+        expires_at: r.get(5)?,
+        instance: r.get(6)?,
+        previous_response_id: r.get(7)?,
+        conversation_id: r.get(8)?,
+        body: r.get(9)?,
+        input_items: r.get(10)?,
+        context: r.get(11)?,
+        run: r.get(12)?,
+    })
+}
+
+fn conversation_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredConversation> {
+    Ok(StoredConversation {
+        id: r.get(0)?,
+        owner: r.get(1)?,
+        created_at: r.get(2)?,
+        updated_at: r.get(3)?,
+        metadata: r.get(4)?,
+        items: r.get(5)?,
+        context: r.get(6)?,
+        version: r.get(7)?,
+    })
+}
+
+/// A file row; its length column is read as SQLite's i64 and checked by the caller.
+fn file_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(FileRecord, i64)> {
+    let len: i64 = r.get(4)?;
+    Ok((
+        FileRecord {
+            id: r.get(0)?,
+            owner: r.get(1)?,
+            filename: r.get(2)?,
+            purpose: r.get(3)?,
+            bytes: 0,
+            created_at: r.get(5)?,
+            expires_at: r.get(6)?,
+            media_type: r.get(7)?,
+            container: r.get(8)?,
+        },
+        len,
+    ))
+}
+
+fn file_record((mut meta, len): (FileRecord, i64)) -> Result<FileRecord, StoreError> {
+    meta.bytes = stored_length(len)?;
+    Ok(meta)
+}
+
+fn immediate(c: &mut Connection) -> rusqlite::Result<rusqlite::Transaction<'_>> {
+    c.transaction_with_behavior(TransactionBehavior::Immediate)
+}
+
+impl Store for SqliteStore {
+    fn put_response(&self, r: ResponseRecord) -> BoxFuture<'_, Result<(), StoreError>> {
+        self.run(move |c| {
+            let s = StoredResponse::encode(r)?;
+            // The owner condition makes a put over another owner's id change nothing.
+            let changed = c
+                .prepare_cached(
+                    "INSERT INTO toolbridge_responses (id, owner, status, created_at, updated_at,
+                     expires_at, instance, previous_response_id, conversation_id, body,
+                     input_items, context, run)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+                 ON CONFLICT (id) DO UPDATE SET status = excluded.status,
+                     created_at = excluded.created_at, updated_at = excluded.updated_at,
+                     expires_at = excluded.expires_at, instance = excluded.instance,
+                     previous_response_id = excluded.previous_response_id,
+                     conversation_id = excluded.conversation_id, body = excluded.body,
+                     input_items = excluded.input_items, context = excluded.context,
+                     run = excluded.run
+                 WHERE toolbridge_responses.owner = excluded.owner",
+                )?
+                .execute(params![
+                    s.id,
+                    s.owner,
+                    s.status,
+                    s.created_at,
+                    s.updated_at,
+                    s.expires_at,
+                    s.instance,
+                    s.previous_response_id,
+                    s.conversation_id,
+                    s.body,
+                    s.input_items,
+                    s.context,
+                    s.run
+                ])?;
+            if changed == 0 {
+                return Err(StoreError::Conflict(format!("response {}", s.id)).into());
+            }
+            Ok(())
+        })
+    }
+
+    fn get_response(
+        &self,
+        owner: &str,
+        id: &str,
+    ) -> BoxFuture<'_, Result<Option<ResponseRecord>, StoreError>> {
+        let (owner, id) = (owner.to_owned(), id.to_owned());
+        self.run(move |c| {
+            let row = c
+                .prepare_cached(&format!(
+                    "SELECT {RESPONSE_COLUMNS} FROM toolbridge_responses
+                         WHERE id = ?1 AND owner = ?2"
+                ))?
+                .query_row(params![id, owner], response_row)
+                .optional()?;
+            Ok(row.map(StoredResponse::decode).transpose()?)
+        })
+    }
+
+    fn delete_response(&self, owner: &str, id: &str) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let (owner, id) = (owner.to_owned(), id.to_owned());
+        self.run(move |c| {
+            Ok(
+                c.prepare_cached("DELETE FROM toolbridge_responses WHERE id = ?1 AND owner = ?2")?
+                    .execute(params![id, owner])?
+                    > 0,
+            )
+        })
+    }
+
+    fn heartbeat(
+        &self,
+        instance: &str,
+        ids: &[String],
+        now: Unix,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        let (instance, ids) = (instance.to_owned(), ids.to_vec());
+        self.run(move |c| {
+            if ids.is_empty() {
+                return Ok(());
+            }
+            let tx = immediate(c)?;
+            {
+                let mut beat = tx.prepare_cached(
+                    "UPDATE toolbridge_responses SET updated_at = ?1
+                     WHERE id = ?2 AND instance = ?3 AND status IN ('queued', 'in_progress')",
+                )?;
+                for id in &ids {
+                    beat.execute(params![now, id, instance])?;
+                }
+            }
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
+    fn recover(
+        &self,
+        instance: &str,
+        stale_before: Unix,
+        message: &str,
+    ) -> BoxFuture<'_, Result<u64, StoreError>> {
+        let (instance, message) = (instance.to_owned(), message.to_owned());
+        self.run(move |c| {
+            let tx = immediate(c)?;
+            let dead: Vec<(String, String)> = tx
+                .prepare_cached(
+                    "SELECT id, body FROM toolbridge_responses
+                     WHERE status IN ('queued', 'in_progress')
+                       AND (instance = ?1 OR updated_at < ?2)",
+                )?
+                .query_map(params![instance, stale_before], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?
+                .collect::<Result<_, _>>()?;
+            {
+                let mut fail = tx.prepare_cached(
+                    "UPDATE toolbridge_responses SET status = ?1, body = ?2 WHERE id = ?3",
+                )?;
+                for (id, body) in &dead {
+                    let body = failed_body(codec::decode(body, "response body")?, &message);
+                    let [body] = codec::encode_all([&body], &format!("response {id}"))?;
+                    fail.execute(params![FAILED, body, id])?;
+                }
+            }
+            tx.commit()?;
+            Ok(dead.len() as u64)
+        })
+    }
+
+    fn expire(&self, now: Unix) -> BoxFuture<'_, Result<u64, StoreError>> {
+        self.run(move |c| {
+            let tx = immediate(c)?;
+            tx.prepare_cached(
+                "DELETE FROM toolbridge_file_contents WHERE id IN
+                     (SELECT id FROM toolbridge_files WHERE expires_at < ?1)",
+            )?
+            .execute([now])?;
+            let files = tx
+                .prepare_cached("DELETE FROM toolbridge_files WHERE expires_at < ?1")?
+                .execute([now])?;
+            let responses = tx
+                .prepare_cached("DELETE FROM toolbridge_responses WHERE expires_at < ?1")?
+                .execute([now])?;
+            tx.commit()?;
+            Ok((files + responses) as u64)
+        })
+    }
+
+    fn put_conversation(
+        &self,
+        conv: ConversationRecord,
+        expected_version: Option<i64>,
+    ) -> BoxFuture<'_, Result<ConversationRecord, StoreError>> {
+        self.run(move |c| {
+            let [metadata, items, context] = encode_conversation(&conv)?;
+            let stored: Option<(i64, i64)> = match expected_version {
+                None => c
+                    .prepare_cached(
+                        "INSERT INTO toolbridge_conversations (id, owner, created_at, updated_at,
+                             metadata, items, context, version)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1)
+                         ON CONFLICT (id) DO NOTHING
+                         RETURNING created_at, version",
+                    )?
+                    .query_row(
+                        params![
+                            conv.id,
+                            conv.owner,
+                            conv.created_at,
+                            conv.updated_at,
+                            metadata,
+                            items,
+                            context
+                        ],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )
+                    .optional()?,
+                Some(version) => c
+                    .prepare_cached(
+                        "UPDATE toolbridge_conversations
+                         SET updated_at = ?1, metadata = ?2, items = ?3, context = ?4,
+                             version = version + 1
+                         WHERE id = ?5 AND owner = ?6 AND version = ?7
+                         RETURNING created_at, version",
+                    )?
+                    .query_row(
+                        params![
+                            conv.updated_at,
+                            metadata,
+                            items,
+                            context,
+                            conv.id,
+                            conv.owner,
+                            version
+                        ],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )
+                    .optional()?,
+            };
+            let Some((created_at, version)) = stored else {
+                return Err(StoreError::Conflict(format!("conversation {}", conv.id)).into());
+            };
+            Ok(ConversationRecord {
+                created_at,
+                version,
+                ..conv
+            })
+        })
+    }
+
+    fn get_conversation(
+        &self,
+        owner: &str,
+        id: &str,
+    ) -> BoxFuture<'_, Result<Option<ConversationRecord>, StoreError>> {
+        let (owner, id) = (owner.to_owned(), id.to_owned());
+        self.run(move |c| {
+            let row = c
+                .prepare_cached(&format!(
+                    "SELECT {CONVERSATION_COLUMNS} FROM toolbridge_conversations
+                         WHERE id = ?1 AND owner = ?2"
+                ))?
+                .query_row(params![id, owner], conversation_row)
+                .optional()?;
+            Ok(row.map(StoredConversation::decode).transpose()?)
+        })
+    }
+
+    fn delete_conversation(
+        &self,
+        owner: &str,
+        id: &str,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let (owner, id) = (owner.to_owned(), id.to_owned());
+        self.run(move |c| {
+            Ok(c.prepare_cached(
+                "DELETE FROM toolbridge_conversations WHERE id = ?1 AND owner = ?2",
+            )?
+            .execute(params![id, owner])?
+                > 0)
+        })
+    }
+
+    fn put_file(&self, meta: FileRecord, content: Bytes) -> BoxFuture<'_, Result<(), StoreError>> {
+        let max = self.max_file_bytes;
+        self.run(move |c| {
+            let len = file_length(&meta, content.len(), max)?;
+            let tx = immediate(c)?;
+            let changed = tx
+                .prepare_cached(
+                    "INSERT INTO toolbridge_files (id, owner, filename, purpose, bytes, created_at,
+                     expires_at, media_type, container)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                 ON CONFLICT (id) DO UPDATE SET filename = excluded.filename,
+                     purpose = excluded.purpose, bytes = excluded.bytes,
+                     created_at = excluded.created_at, expires_at = excluded.expires_at,
+                     media_type = excluded.media_type, container = excluded.container
+                 WHERE toolbridge_files.owner = excluded.owner",
+                )?
+                .execute(params![
+                    meta.id,
+                    meta.owner,
+                    meta.filename,
+                    meta.purpose,
+                    len,
+                    meta.created_at,
+                    meta.expires_at,
+                    meta.media_type,
+                    meta.container
+                ])?;
+            if changed == 0 {
+                return Err(StoreError::Conflict(format!("file {}", meta.id)).into());
+            }
+            tx.prepare_cached(
+                "INSERT INTO toolbridge_file_contents (id, content) VALUES (?1, ?2)
+                 ON CONFLICT (id) DO UPDATE SET content = excluded.content",
+            )?
+            .execute(params![meta.id, content.as_ref()])?;
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
+    fn get_file(
+        &self,
+        owner: &str,
+        id: &str,
+    ) -> BoxFuture<'_, Result<Option<FileRecord>, StoreError>> {
+        let (owner, id) = (owner.to_owned(), id.to_owned());
+        self.run(move |c| {
+            let row = c
+                .prepare_cached(&format!(
+                    "SELECT {FILE_COLUMNS} FROM toolbridge_files WHERE id = ?1 AND owner = ?2"
+                ))?
+                .query_row(params![id, owner], file_row)
+                .optional()?;
+            Ok(row.map(file_record).transpose()?)
+        })
+    }
+
+    fn file_content(
+        &self,
+        owner: &str,
+        id: &str,
+    ) -> BoxFuture<'_, Result<Option<Bytes>, StoreError>> {
+        let (owner, id) = (owner.to_owned(), id.to_owned());
+        self.run(move |c| {
+            let content: Option<Vec<u8>> = c
+                .prepare_cached(
+                    "SELECT c.content FROM toolbridge_file_contents c
+                     JOIN toolbridge_files f ON f.id = c.id
+                     WHERE f.id = ?1 AND f.owner = ?2",
+                )?
+                .query_row(params![id, owner], |r| r.get(0))
+                .optional()?;
+            Ok(content.map(Bytes::from))
+        })
+    }
+
+    fn list_files(
+        &self,
+        owner: &str,
+        filter: FileFilter,
+    ) -> BoxFuture<'_, Result<Vec<FileRecord>, StoreError>> {
+        let owner = owner.to_owned();
+        self.run(move |c| {
+            let (condition, container) = match filter {
+                FileFilter::Uploads => ("container IS NULL", None),
+                FileFilter::Container(name) => ("container = ?2", Some(name)),
+                FileFilter::All => ("TRUE", None),
+            };
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {FILE_COLUMNS} FROM toolbridge_files
+                 WHERE owner = ?1 AND {condition}
+                 ORDER BY created_at DESC, seq DESC"
+            ))?;
+            let rows = match &container {
+                Some(name) => stmt.query_map(params![owner, name], file_row)?,
+                None => stmt.query_map(params![owner], file_row)?,
+            }
+            .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows
+                .into_iter()
+                .map(file_record)
+                .collect::<Result<Vec<_>, _>>()?)
+        })
+    }
+
+    fn delete_file(&self, owner: &str, id: &str) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let (owner, id) = (owner.to_owned(), id.to_owned());
+        self.run(move |c| {
+            let tx = immediate(c)?;
+            let deleted = tx
+                .prepare_cached("DELETE FROM toolbridge_files WHERE id = ?1 AND owner = ?2")?
+                .execute(params![id, owner])?
+                > 0;
+            if deleted {
+                tx.prepare_cached("DELETE FROM toolbridge_file_contents WHERE id = ?1")?
+                    .execute([&id])?;
+            }
+            tx.commit()?;
+            Ok(deleted)
+        })
+    }
+}
