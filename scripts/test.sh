@@ -189,7 +189,8 @@ if [ ! -x "$MDBOOK" ]; then
 fi
 "$MDBOOK" build docs
 
-cargo test --workspace --locked
+# --no-fail-fast: one run reports every failing test, not only those of the first failing binary.
+cargo test --workspace --locked --no-fail-fast
 
 # The README's install command, on a throwaway root. --debug with the tests' target folder reuses
 # the test build instead of compiling the release profile from scratch.
