@@ -297,6 +297,12 @@ impl Run {
     pub fn paused(&self) -> Option<RunMachine> {
         self.outlet.paused.lock().ok().and_then(|mut p| p.take())
     }
+
+    /// The arm that answered the run's last model request (its name and tool mode), once one
+    /// has answered.
+    pub fn arm(&self) -> Option<toolbridge_protocol::response::ArmInfo> {
+        self.outlet.arm.lock().ok().and_then(|a| a.clone())
+    }
 }
 
 /// The tools of one run: the agent's toolbox plus this run's skill tool.

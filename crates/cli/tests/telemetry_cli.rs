@@ -109,6 +109,9 @@ fn serve(conn: TcpStream, bodies: &Mutex<Vec<(String, Vec<u8>)>>) {
 #[derive(Debug)]
 struct Span {
     name: String,
+    span_id: Vec<u8>,
+    parent_span_id: Vec<u8>,
+    trace_id: Vec<u8>,
     attributes: BTreeMap<String, String>,
 }
 
@@ -136,6 +139,9 @@ fn spans(bodies: &[(String, Vec<u8>)]) -> Vec<Span> {
                         .collect();
                     out.push(Span {
                         name: span.name,
+                        span_id: span.span_id,
+                        parent_span_id: span.parent_span_id,
+                        trace_id: span.trace_id,
                         attributes,
                     });
                 }
@@ -251,6 +257,26 @@ fn a_run_exports_chat_and_execute_tool_spans_without_content() {
     assert_eq!(a["gen_ai.operation.name"], "execute_tool");
     assert_eq!(a["gen_ai.tool.name"], "use_skill");
     assert!(!a["gen_ai.tool.call.id"].is_empty(), "{a:?}");
+    // The run is one tree: an invoke_agent span, parent of every model call and tool execution,
+    // with the run's total usage.
+    let runs: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.name == "invoke_agent toolbridge")
+        .collect();
+    assert_eq!(runs.len(), 1, "one invoke_agent span per run: {spans:#?}");
+    let run = runs[0];
+    assert_eq!(run.attributes["gen_ai.operation.name"], "invoke_agent");
+    assert_eq!(run.attributes["gen_ai.request.model"], "m");
+    assert_eq!(run.attributes["gen_ai.usage.input_tokens"], "61");
+    assert_eq!(run.attributes["gen_ai.usage.output_tokens"], "10");
+    for child in chats.iter().chain(tools.iter()) {
+        assert_eq!(
+            (&child.parent_span_id, &child.trace_id),
+            (&run.span_id, &run.trace_id),
+            "{} is a child of the run's span",
+            child.name
+        );
+    }
     for span in &spans {
         assert!(
             !span.attributes.contains_key("gen_ai.input.messages")

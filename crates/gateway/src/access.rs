@@ -80,11 +80,6 @@ impl Record {
     pub(crate) fn usage(&self, usage: Usage) {
         self.with(|f| *f.usage.get_or_insert_with(Usage::default) += usage);
     }
-
-    /// Usage of the whole request, replacing what was noted (a run that reports its own total).
-    pub(crate) fn total_usage(&self, usage: Usage) {
-        self.with(|f| f.usage = Some(usage));
-    }
 }
 
 /// The record of the request being handled, if the access log middleware is in front of it.

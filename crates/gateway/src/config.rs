@@ -82,6 +82,11 @@ pub struct ServerConfig {
     /// `[[server.agents]]`: agents served as Chat Completions models (the server-side loop
     /// for chat-only clients).
     pub agents: Vec<crate::responses::AgentModel>,
+    /// Whether images a Messages request gives by URL (`"source": {"type": "url"}`) are
+    /// fetched by the gateway — through the same guard as `web_fetch` (public addresses only
+    /// unless `[tools.fetch]` allows more; 20 MiB; the type sniffed) — and sent on inline, so
+    /// every upstream gets them. `false` refuses them with a 400.
+    pub fetch_image_urls: bool,
 }
 
 impl Default for ServerConfig {
@@ -109,6 +114,7 @@ impl Default for ServerConfig {
             state: crate::responses::StateConfig::default(),
             agents: Vec::new(),
             keys: Vec::new(),
+            fetch_image_urls: true,
         }
     }
 }

@@ -124,6 +124,9 @@ impl Gateway {
                 config.state.clone(),
                 config.listen.port(),
             )),
+            image_fetch: config
+                .fetch_image_urls
+                .then(|| toolbridge_tools::net::Guard::system(Default::default())),
         };
         Ok(Gateway {
             state: Arc::new(state),
@@ -145,6 +148,12 @@ impl Gateway {
         let state = Arc::get_mut(&mut gateway.state).ok_or_else(|| {
             GatewayError::Config("the runtime can only be set before serving".into())
         })?;
+        if state.image_fetch.is_some() {
+            // Images by URL are fetched under the operator's `[tools.fetch]` policy.
+            let policy = toolbridge_tools::net::Policy::from_config(&runtime.config().tools.fetch)
+                .map_err(|e| GatewayError::Config(format!("tools.fetch: {e}")))?;
+            state.image_fetch = Some(toolbridge_tools::net::Guard::system(policy));
+        }
         state.runtime = Some(runtime);
         Ok(gateway)
     }

@@ -36,6 +36,9 @@ pub(crate) struct AppState {
     pub agents: Vec<crate::responses::AgentModel>,
     /// The Responses API's store, options and running responses.
     pub responses: Arc<crate::responses::service::Service>,
+    /// The guard images given by URL are fetched through (`server.fetch_image_urls`), with the
+    /// runtime's `[tools.fetch]` policy when there is a runtime; `None` refuses them.
+    pub image_fetch: Option<toolbridge_tools::net::Guard>,
 }
 
 impl AppState {

@@ -315,9 +315,55 @@ async fn a_responses_call_logs_one_access_line() {
         &[
             "status=200",
             "model=\"local\"",
+            "arm=\"openai:mock-model@",
+            "mode=\"prompt\"",
             "stream=false",
             "input_tokens=19",
             "output_tokens=2",
+        ],
+    );
+}
+
+/// An agent served as a chat model runs the loop server-side: its line has the arm that
+/// answered, its mode and the usage of every round.
+#[tokio::test(flavor = "current_thread")]
+async fn an_agent_served_as_a_chat_model_logs_its_arm_and_the_usage_of_every_round() {
+    let text = logged(async {
+        let up = TestUpstream::start().await.unwrap();
+        // The agent offers no tools: one round answers.
+        up.push(Reply::text("hello from the agent").with_usage(23, 4).into());
+        let mut config = server_config();
+        config.agents = vec![toolbridge_gateway::AgentModel {
+            name: "helper".to_owned(),
+            model: "local".to_owned(),
+            tools: Vec::new(),
+            instructions: None,
+        }];
+        let gw = start_with_keys(config, vec![single("local", &up, "native")], Some(KEY_A)).await;
+        let res = http()
+            .post(format!("{}/chat/completions", gw.base_url()))
+            .bearer_auth(KEY_A)
+            .json(&prompt_request("helper", false))
+            .send()
+            .await
+            .unwrap();
+        let status = res.status();
+        let body = res.text().await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("hello from the agent"), "{body}");
+        gw.shutdown().await.unwrap();
+    })
+    .await;
+    assert_one_line(
+        &text,
+        "/v1/chat/completions",
+        &[
+            "status=200",
+            "model=\"helper\"",
+            "arm=\"openai:mock-model@",
+            "mode=\"native\"",
+            "input_tokens=23",
+            "output_tokens=4",
         ],
     );
 }

@@ -443,6 +443,19 @@ pub struct Usage {
     pub total_tokens: u64,
 }
 
+impl Usage {
+    /// What was used since `before` (a resumed run's total minus what it had already counted).
+    pub fn saturating_sub(self, before: Usage) -> Usage {
+        Usage {
+            prompt_tokens: self.prompt_tokens.saturating_sub(before.prompt_tokens),
+            completion_tokens: self
+                .completion_tokens
+                .saturating_sub(before.completion_tokens),
+            total_tokens: self.total_tokens.saturating_sub(before.total_tokens),
+        }
+    }
+}
+
 /// Usage of several requests (retries, rounds) adds up.
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, other: Usage) {

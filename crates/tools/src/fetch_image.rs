@@ -104,34 +104,43 @@ impl Tool for FetchImage {
                 .and_then(Value::as_str)
                 .unwrap_or_default();
             let (dir, shown) = workspace_dir(&ctx, "downloads")?;
-            let fail = |reason: String| ToolError::new(texts::fetch_failed(&url, &reason));
-            let image = guard
-                .fetch(&url, "image/*", MAX_IMAGE_BYTES)
+            let (kind, body) = fetch_verified(&guard, &url)
                 .await
-                .map_err(|e| fail(e.to_string()))?;
-            let content_type = image.content_type.clone().unwrap_or_default();
-            if !content_type.starts_with("image/") {
-                let shown_type = if content_type.is_empty() {
-                    "(none)"
-                } else {
-                    &content_type
-                };
-                return Err(fail(texts::net_reason(
-                    texts::NET_NOT_IMAGE,
-                    &[("<TYPE>", shown_type)],
-                )));
-            }
-            let Some(kind) = ImageKind::sniff(&image.body) else {
-                return Err(fail(texts::NET_BAD_IMAGE.to_owned()));
-            };
+                .map_err(|reason| ToolError::new(texts::fetch_failed(&url, &reason)))?;
             let name = generated_name(hint, kind);
-            write_new(&dir.join(&name), &image.body)?;
+            write_new(&dir.join(&name), &body)?;
             Ok(texts::fetch_image_saved(
                 &format!("{shown}/{name}"),
                 kind.mime(),
-                image.body.len(),
+                body.len(),
             ))
         })
+    }
+}
+
+/// Fetches the image at `url` through `guard` (at most [`MAX_IMAGE_BYTES`]): the server must
+/// say `image/…` and the bytes must be one of the [`ImageKind`]s. The error is the reason, in
+/// the words `fetch_image` shows the model (the gateway's images by URL use it too).
+pub async fn fetch_verified(guard: &Guard, url: &str) -> Result<(ImageKind, Vec<u8>), String> {
+    let image = guard
+        .fetch(url, "image/*", MAX_IMAGE_BYTES)
+        .await
+        .map_err(|e| e.to_string())?;
+    let content_type = image.content_type.clone().unwrap_or_default();
+    if !content_type.starts_with("image/") {
+        let shown_type = if content_type.is_empty() {
+            "(none)"
+        } else {
+            &content_type
+        };
+        return Err(texts::net_reason(
+            texts::NET_NOT_IMAGE,
+            &[("<TYPE>", shown_type)],
+        ));
+    }
+    match ImageKind::sniff(&image.body) {
+        Some(kind) => Ok((kind, image.body)),
+        None => Err(texts::NET_BAD_IMAGE.to_owned()),
     }
 }
 

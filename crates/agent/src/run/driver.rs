@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
 use toolbridge_protocol::mode::ToolMode;
+use toolbridge_protocol::response::ArmInfo;
 use toolbridge_protocol::texts::CallFormat;
 use toolbridge_protocol::types::ToolCall;
 
@@ -29,16 +30,73 @@ pub(crate) struct Outlet {
     pub(crate) state: Arc<Mutex<RunState>>,
     /// The machine of a paused run.
     pub(crate) paused: Arc<Mutex<Option<RunMachine>>>,
+    /// The arm that answered the run's last model request (for a front door's access log).
+    pub(crate) arm: Arc<Mutex<Option<ArmInfo>>>,
 }
 
 /// Drives `machine` to its end, until the run is cancelled, or until it pauses (see
 /// [`PauseWhen`]), reporting its events; what it ends with is left in `outlet`.
+///
+/// The run is one `invoke_agent` span (OpenTelemetry's GenAI conventions): its model calls
+/// (`chat …`) and tool executions (`execute_tool …`) are its children, so a trace shows a run
+/// as one tree however many rounds it took.
 pub(crate) fn drive(
+    snapshot: Snapshot,
+    machine: RunMachine,
+    context: ToolContext,
+    pause: Option<PauseWhen>,
+    outlet: Outlet,
+) -> impl Stream<Item = RunEvent> + Send {
+    let span = tracing::info_span!(
+        "invoke_agent",
+        otel.name = "invoke_agent toolbridge",
+        otel.kind = "internal",
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.name = "toolbridge",
+        gen_ai.request.model = %snapshot.model.name,
+        gen_ai.usage.input_tokens = tracing::field::Empty,
+        gen_ai.usage.output_tokens = tracing::field::Empty,
+    );
+    InSpan {
+        inner: Box::pin(drive_in_span(
+            snapshot,
+            machine,
+            context,
+            pause,
+            outlet,
+            span.clone(),
+        )),
+        span,
+    }
+}
+
+/// A stream polled inside its span: whatever a poll starts (a model call's span, a tool's)
+/// gets the span as its parent. (`tracing`'s `Instrument` covers futures, not streams.)
+struct InSpan<S> {
+    inner: std::pin::Pin<Box<S>>,
+    span: tracing::Span,
+}
+
+impl<S: Stream> Stream for InSpan<S> {
+    type Item = S::Item;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<S::Item>> {
+        let this = &mut *self;
+        let _entered = this.span.enter();
+        this.inner.as_mut().poll_next(cx)
+    }
+}
+
+fn drive_in_span(
     snapshot: Snapshot,
     mut machine: RunMachine,
     context: ToolContext,
     pause: Option<PauseWhen>,
     outlet: Outlet,
+    span: tracing::Span,
 ) -> impl Stream<Item = RunEvent> + Send {
     async_stream::stream! {
         let cancel = context.cancel.clone();
@@ -111,6 +169,9 @@ pub(crate) fn drive(
                         };
                         match next {
                             None => {
+                                if let (Some(arm), Ok(mut slot)) = (stream.arm(), outlet.arm.lock()) {
+                                    *slot = Some(arm.clone());
+                                }
                                 let (mode, format) = arm_of(&stream);
                                 machine.handle_model_end(mode, format, Instant::now());
                                 break;
@@ -135,6 +196,9 @@ pub(crate) fn drive(
                 }
             }
         }
+        let usage = machine.usage();
+        span.record("gen_ai.usage.input_tokens", usage.prompt_tokens);
+        span.record("gen_ai.usage.output_tokens", usage.completion_tokens);
         if let Ok(mut s) = outlet.state.lock() {
             *s = machine.state();
         }

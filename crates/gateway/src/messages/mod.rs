@@ -15,6 +15,7 @@
 //! [`Model::stream`]: toolbridge_providers::Model::stream
 
 pub(crate) mod error;
+mod images;
 mod request;
 mod response;
 mod server;
@@ -43,7 +44,7 @@ pub(crate) async fn create(State(state): State<Arc<AppState>>, request: Request)
     if let Err(e) = browser::check_json_body(&parts.headers) {
         return e.into_response();
     }
-    let client = match read_body(body, &parts.headers, &state.limits)
+    let mut client = match read_body(body, &parts.headers, &state.limits)
         .await
         .and_then(|bytes| request::parse(&bytes, &state.limits))
     {
@@ -51,6 +52,11 @@ pub(crate) async fn create(State(state): State<Arc<AppState>>, request: Request)
         Err(e) => return e.into_response(),
     };
     crate::access::request(&client.request.model, client.stream);
+    if let Err(e) =
+        images::inline_remote_images(&mut client.request, state.image_fetch.as_ref()).await
+    {
+        return e.into_response();
+    }
     let label = if client.stream {
         StreamLabel::Yes
     } else {

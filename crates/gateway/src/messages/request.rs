@@ -20,9 +20,12 @@
 //! their result blocks the tool messages the model read (`server_blocks.rs`), the turn split
 //! into one assistant message per stretch of calls.
 //!
-//! Refused with a 400 that says why: a missing `max_tokens`, images by URL (the gateway has no
-//! guard against fetches into private networks yet), PDF documents (no place in the internal
-//! request), and other tool types (`bash_…`, `computer_…`, …).
+//! Images by URL stay URLs here; [`inline_remote_images`] fetches them (through the outbound
+//! guard) before the request goes on, so upstreams that cannot fetch get them too.
+//!
+//! Refused with a 400 that says why: a missing `max_tokens`, image URLs that are not http(s),
+//! PDF documents (no place in the internal request), and other tool types (`bash_…`,
+//! `computer_…`, …).
 
 use std::collections::HashMap;
 
@@ -167,7 +170,7 @@ enum Block {
 #[serde(tag = "type", rename_all = "snake_case")]
 enum ImageSource {
     Base64 { media_type: String, data: String },
-    Url {},
+    Url { url: String },
 }
 
 #[derive(Deserialize)]
@@ -358,10 +361,16 @@ fn image_part(
                 detail: None,
             },
         }),
-        ImageSource::Url {} => Err(ApiError::bad_param(
+        // Fetched by the gateway before the request goes on (`inline_remote_images`); only the
+        // web's schemes are taken.
+        ImageSource::Url { url } if url.starts_with("https://") || url.starts_with("http://") => {
+            Ok(ContentPart::ImageUrl {
+                image_url: ImageUrl { url, detail: None },
+            })
+        }
+        ImageSource::Url { .. } => Err(ApiError::bad_param(
             param(),
-            "Images by URL are not accepted by this gateway (it does not fetch URLs for \
-             clients); send the image as base64.",
+            "An image URL must be http:// or https://.",
         )),
     }
 }
@@ -763,10 +772,10 @@ mod tests {
         let e = err(r#"{"model":"m","messages":[{"role":"user","content":"x"}]}"#);
         assert_eq!(e.param.as_deref(), Some("max_tokens"));
         let e = err(
-            r#"{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"http://169.254.169.254/"}}]}]}"#,
+            r#"{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"file:///etc/passwd"}}]}]}"#,
         );
         assert_eq!(e.param.as_deref(), Some("messages.0.content.0"));
-        assert!(e.message.contains("by URL"));
+        assert!(e.message.contains("http:// or https://"));
         let e = err(
             r#"{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"bash_20250124","name":"bash"}]}"#,
         );

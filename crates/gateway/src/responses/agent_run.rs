@@ -72,6 +72,10 @@ pub(crate) struct AgentRun {
     pub approved: HashSet<String>,
     /// The user's run counted against `max_concurrent_per_user` until the run ends.
     admitted: Option<Admitted>,
+    /// The request's access-log record, taken in the handler's scope: the run may outlive it
+    /// (a streamed or background response), and every front door's line gets the arm, its
+    /// mode and the run's usage from here.
+    access: Option<crate::access::Record>,
 }
 
 /// The approver of a server-side run: the calls the client approved (`mcp_approval_response`)
@@ -189,6 +193,7 @@ pub(crate) async fn prepare(
         workspace,
         approved: spec.approved,
         admitted: Some(admitted),
+        access: crate::access::current(),
     })
 }
 
@@ -234,6 +239,9 @@ impl AgentRun {
         front: &mut F,
         sink: Option<&mpsc::Sender<F::Out>>,
     ) -> Ended {
+        // A resumed machine still counts the rounds of the response that paused it: the line
+        // of this request reports only the model requests made for it.
+        let usage_before = machine.usage();
         let mut run =
             self.agent
                 .resume(machine, self.context.clone(), Some(Arc::clone(&self.pause)));
@@ -249,8 +257,15 @@ impl AgentRun {
                 }
             }
         }
+        let state = run.state();
+        if let Some(access) = &self.access {
+            if let Some(arm) = run.arm() {
+                access.arm(&arm);
+            }
+            access.usage(state.usage.saturating_sub(usage_before));
+        }
         Ended {
-            state: run.state(),
+            state,
             paused: run.paused(),
         }
     }

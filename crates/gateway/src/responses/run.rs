@@ -39,8 +39,6 @@ pub(crate) struct Prepared {
     conversation: Option<toolbridge_state::ConversationRecord>,
     /// Calls of a resumed run that run now (approved MCP calls): shown as they start.
     resumed: Vec<ToolCall>,
-    /// The request's access-log record: the run may outlive the handler (streamed, background).
-    access: Option<crate::access::Record>,
 }
 
 /// Approval request items are named after their call: `mcpr_` and the call id.
@@ -239,7 +237,6 @@ pub(crate) async fn prepare(
         store: request.store,
         conversation,
         resumed,
-        access: crate::access::current(),
     })
 }
 
@@ -342,7 +339,6 @@ pub(crate) async fn execute(state: Arc<AppState>, prepared: Prepared, sink: Sink
         store: keep,
         conversation,
         resumed,
-        access,
     } = prepared;
     let store = service.store().await.ok();
     let id = record.id.clone();
@@ -403,10 +399,7 @@ pub(crate) async fn execute(state: Arc<AppState>, prepared: Prepared, sink: Sink
     body["incomplete_details"] = incomplete;
     body["output_text"] = json!(output_text(assembler.output()));
     body["output"] = Value::Array(assembler.take_output());
-    let used = usage_of(&finished, usage_before);
-    if let Some(access) = &access {
-        access.total_usage(used);
-    }
+    let used = finished.usage.saturating_sub(usage_before);
     body["usage"] = usage(used);
     let terminal = match status {
         "completed" => "response.completed",
@@ -507,16 +500,6 @@ fn status_of(state: &RunState, paused: bool) -> (&'static str, Value, Value) {
                 Value::Null,
             )
         }
-    }
-}
-
-/// The usage of the model requests of this response: the run's, less what it had used before.
-fn usage_of(state: &RunState, before: Usage) -> Usage {
-    let u = state.usage;
-    Usage {
-        prompt_tokens: u.prompt_tokens.saturating_sub(before.prompt_tokens),
-        completion_tokens: u.completion_tokens.saturating_sub(before.completion_tokens),
-        total_tokens: u.total_tokens.saturating_sub(before.total_tokens),
     }
 }
 
