@@ -55,6 +55,11 @@ pub(crate) trait SseCodec: Send + Unpin + 'static {
     fn usage(&mut self, usage: Usage);
     /// The request's stop sequence the answer ended on (before `finish`).
     fn stop_sequence(&mut self, _sequence: &str) {}
+    /// The upstream's signature over the reasoning since the last one (a wire that has no
+    /// place for it drops it).
+    fn reasoning_signature(&mut self, _out: &mut Vec<u8>, _signature: &str) {}
+    /// Encrypted reasoning (dropped where the wire has no place for it).
+    fn redacted_reasoning(&mut self, _out: &mut Vec<u8>, _data: &str) {}
     fn finish(&mut self, out: &mut Vec<u8>, reason: FinishReason);
     /// The end of a complete answer.
     fn end(&mut self, out: &mut Vec<u8>);
@@ -253,6 +258,10 @@ impl<C: SseCodec> SseBody<C> {
                 self.codec.usage(usage);
             }
             ModelEvent::StopSequence { sequence } => self.codec.stop_sequence(&sequence),
+            ModelEvent::ReasoningSignature { signature } => {
+                self.codec.reasoning_signature(out, &signature)
+            }
+            ModelEvent::RedactedReasoning { data } => self.codec.redacted_reasoning(out, &data),
             ModelEvent::Finish { reason } => self.codec.finish(out, reason),
         }
     }

@@ -6,7 +6,7 @@ use crate::mode::ToolMode;
 use crate::parser::Dialect;
 use crate::parser::{ErrorKind, ModelEvent, ParseError, Sink};
 use crate::texts::{CallFormat, CallTag};
-use crate::types::{FinishReason, ToolCall, Usage};
+use crate::types::{FinishReason, ThinkingBlock, ToolCall, Usage};
 use crate::visible::VisiblePrefix;
 
 /// Which arm of a model answered.
@@ -34,6 +34,11 @@ pub struct ModelResponse {
     /// The text, malformed call markup included (the parser's visible text).
     pub text: String,
     pub reasoning: String,
+    /// The reasoning the upstream signed, block by block (the rest of `reasoning` after the
+    /// last signed block, if any, is unsigned).
+    pub thinking_blocks: Vec<ThinkingBlock>,
+    /// Bytes of `reasoning` covered by `thinking_blocks`.
+    signed_reasoning: usize,
     /// Completed calls (a call cut off mid-way is in `errors`, never here).
     pub calls: Vec<ToolCall>,
     /// Calls started but not (yet) ended, by index.
@@ -68,8 +73,25 @@ impl ModelResponse {
             ModelEvent::Malformed { error } => self.error(error),
             ModelEvent::Usage { usage } => self.usage = Some(usage),
             ModelEvent::StopSequence { sequence } => self.stop_sequence = Some(sequence),
+            ModelEvent::ReasoningSignature { signature } => {
+                let thinking = self.reasoning[self.signed_reasoning..].to_owned();
+                self.signed_reasoning = self.reasoning.len();
+                self.thinking_blocks.push(ThinkingBlock::Thinking {
+                    thinking,
+                    signature,
+                });
+            }
+            ModelEvent::RedactedReasoning { data } => {
+                self.thinking_blocks
+                    .push(ThinkingBlock::RedactedThinking { data });
+            }
             ModelEvent::Finish { reason } => self.finish_reason = Some(reason),
         }
+    }
+
+    /// The reasoning after the last signed block (all of it when none was signed).
+    pub fn unsigned_reasoning(&self) -> &str {
+        &self.reasoning[self.signed_reasoning..]
     }
 
     /// What a user is shown of `text`: the visible prefix, before malformed call markup.

@@ -76,6 +76,12 @@ pub enum Message {
         content: Option<Content>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
+        /// Signed reasoning an upstream gave with this turn (Anthropic's `thinking` and
+        /// `redacted_thinking` blocks), handed back to it as it was: Anthropic requires them
+        /// before the tool use of a turn when thinking is on. toolbridge's own field; no
+        /// OpenAI-compatible upstream gets it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        thinking_blocks: Vec<ThinkingBlock>,
     },
     /// A tool result. `is_error` is toolbridge's own flag (a tool's failure); it is not part of
     /// OpenAI's wire format and is only written when set.
@@ -87,6 +93,16 @@ pub enum Message {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },
+}
+
+/// One block of an upstream's signed reasoning, kept to be handed back unchanged.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ThinkingBlock {
+    /// Reasoning text with the upstream's signature over it.
+    Thinking { thinking: String, signature: String },
+    /// Reasoning the upstream gave only encrypted.
+    RedactedThinking { data: String },
 }
 
 impl Message {
@@ -108,6 +124,7 @@ impl Message {
         Message::Assistant {
             content: Some(Content::Text(text.into())),
             tool_calls: Vec::new(),
+            thinking_blocks: Vec::new(),
         }
     }
 
@@ -115,6 +132,7 @@ impl Message {
         Message::Assistant {
             content: text.map(Content::Text),
             tool_calls,
+            thinking_blocks: Vec::new(),
         }
     }
 

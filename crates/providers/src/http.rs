@@ -156,7 +156,10 @@ impl ContentBudget {
     pub fn spend(&mut self, event: &crate::wire::WireEvent) -> Result<(), ProviderError> {
         use crate::wire::WireEvent;
         let n = match event {
-            WireEvent::Text(t) | WireEvent::Reasoning(t) => t.len(),
+            WireEvent::Text(t)
+            | WireEvent::Reasoning(t)
+            | WireEvent::ReasoningSignature(t)
+            | WireEvent::RedactedReasoning(t) => t.len(),
             WireEvent::ToolCall(c) => c.function.as_ref().map_or(0, |f| {
                 f.arguments.as_ref().map_or(0, String::len) + f.name.as_ref().map_or(0, String::len)
             }),

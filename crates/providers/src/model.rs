@@ -204,6 +204,12 @@ fn attempt_arms(
                             events.push(ModelEvent::StopSequence { sequence });
                         }
                     }
+                    WireEvent::ReasoningSignature(signature) => {
+                        events.push(ModelEvent::ReasoningSignature { signature });
+                    }
+                    WireEvent::RedactedReasoning(data) => {
+                        events.push(ModelEvent::RedactedReasoning { data });
+                    }
                     WireEvent::Finish(r) => decoder.finish_reason(r),
                 }
                 for event in events.drain(..) {

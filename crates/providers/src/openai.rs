@@ -108,7 +108,7 @@ impl OpenAiClient {
 }
 
 /// The request body: the request as OpenAI JSON with our model name and streaming options, and
-/// without toolbridge's own `is_error` flag on tool messages.
+/// without toolbridge's own fields (`is_error` on tool messages, `thinking_blocks`).
 fn request_body(request: &ChatRequest, config: &OpenAiConfig) -> Result<Value, ProviderError> {
     let mut body = serde_json::to_value(request)
         .map_err(|e| ProviderError::Config(format!("cannot encode the request: {e}")))?;
@@ -124,6 +124,8 @@ fn request_body(request: &ChatRequest, config: &OpenAiConfig) -> Result<Value, P
         for m in messages {
             if let Value::Object(m) = m {
                 m.remove("is_error");
+                // Signed reasoning is Anthropic's, and some servers refuse unknown fields.
+                m.remove("thinking_blocks");
             }
         }
     }
@@ -439,10 +441,16 @@ mod tests {
     fn body_sets_model_streaming_and_drops_is_error() {
         let mut config = OpenAiConfig::new("http://x/v1", "real-model");
         let req: ChatRequest = serde_json::from_str(
-            r#"{"model":"alias","messages":[{"role":"tool","tool_call_id":"1","content":"x","is_error":true}],"seed":7}"#,
+            r#"{"model":"alias","messages":[{"role":"tool","tool_call_id":"1","content":"x","is_error":true},
+                {"role":"assistant","content":"a","thinking_blocks":[{"type":"thinking","thinking":"t","signature":"s"}]}],"seed":7}"#,
         )
         .unwrap();
         let body = request_body(&req, &config).unwrap();
+        assert!(
+            body["messages"][1].get("thinking_blocks").is_none(),
+            "{body}"
+        );
+        assert_eq!(body["messages"][1]["content"], "a");
         assert_eq!(body["model"], "real-model");
         assert_eq!(body["stream"], true);
         assert_eq!(body["stream_options"]["include_usage"], true);

@@ -19,6 +19,10 @@ pub enum WireEvent {
     Usage(Usage),
     /// The stop sequence the upstream says it stopped on.
     StopSequence(String),
+    /// The upstream's signature over the reasoning since its last one (Anthropic).
+    ReasoningSignature(String),
+    /// Encrypted reasoning (Anthropic's `redacted_thinking`).
+    RedactedReasoning(String),
     Finish(FinishReason),
 }
 

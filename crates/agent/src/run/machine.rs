@@ -658,7 +658,13 @@ impl RunMachine {
             calls.truncate(1);
         }
         let text = (!response.text.is_empty()).then_some(response.text);
-        self.push_both(Message::assistant_calls(text, calls.clone()));
+        // An upstream's signed reasoning goes back with the turn it came with (an Anthropic
+        // upstream with thinking on requires it before the turn's tool use in the next round).
+        self.push_both(Message::Assistant {
+            content: text.map(toolbridge_protocol::types::Content::Text),
+            tool_calls: calls.clone(),
+            thinking_blocks: response.thinking_blocks,
+        });
 
         // SECURITY.md §3: any tool result the model has seen (this run's or an earlier turn's)
         // may carry an injected instruction.

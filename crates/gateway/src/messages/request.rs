@@ -5,8 +5,9 @@
 //! images as `data:` URLs); `document` blocks with a text source become text; `tool_result`
 //! blocks become tool messages (string or text/image blocks, `is_error` kept) placed before the
 //! rest of their turn; assistant `text` and `tool_use` blocks become the assistant message and
-//! its calls (`input` as arguments JSON). Assistant `thinking` blocks are accepted and not sent
-//! on (the internal request has no place for them). `tools` (custom tools) become function
+//! its calls (`input` as arguments JSON). Assistant `thinking` blocks with a signature and
+//! `redacted_thinking` blocks are kept on the assistant message (an Anthropic upstream gets them
+//! back; others do not); unsigned ones are dropped. `tools` (custom tools) become function
 //! tools, `tool_choice` maps one to one (`any` is `required`, `disable_parallel_tool_use` is
 //! `parallel_tool_calls: false`), `stop_sequences` is `stop`, `metadata.user_id` is `user`, and
 //! `top_k` and `thinking` ride along as extra fields (an Anthropic upstream takes them as they
@@ -32,7 +33,8 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use toolbridge_protocol::types::{
-    ChatRequest, Content, ContentPart, ImageUrl, Message, ToolCall, ToolChoice, ToolSpec,
+    ChatRequest, Content, ContentPart, ImageUrl, Message, ThinkingBlock, ToolCall, ToolChoice,
+    ToolSpec,
 };
 use toolbridge_protocol::validate::validate_tools;
 use toolbridge_providers::anthropic::CLIENT_THINKING_FIELD;
@@ -141,8 +143,16 @@ enum Block {
         #[serde(default)]
         is_error: bool,
     },
-    Thinking {},
-    RedactedThinking {},
+    Thinking {
+        #[serde(default)]
+        thinking: String,
+        #[serde(default)]
+        signature: String,
+    },
+    RedactedThinking {
+        #[serde(default)]
+        data: String,
+    },
     ServerToolUse {
         id: String,
         name: String,
@@ -486,18 +496,21 @@ fn result_content(content: Option<TextOrBlocks>, param: &str) -> Result<Content,
 fn assistant_turn(i: usize, content: TextOrBlocks, out: &mut Vec<Message>) -> Result<(), ApiError> {
     let mut text = String::new();
     let mut calls = Vec::new();
+    let mut thinking = Vec::new();
     let mut results: Vec<Message> = Vec::new();
     let mut inputs: HashMap<String, Value> = HashMap::new();
     let flush = |text: &mut String,
                  calls: &mut Vec<ToolCall>,
+                 thinking: &mut Vec<ThinkingBlock>,
                  results: &mut Vec<Message>,
                  out: &mut Vec<Message>| {
         let text = std::mem::take(text);
         let calls = std::mem::take(calls);
-        out.push(Message::assistant_calls(
-            (!text.is_empty() || calls.is_empty()).then_some(text),
-            calls,
-        ));
+        out.push(Message::Assistant {
+            content: (!text.is_empty() || calls.is_empty()).then_some(Content::Text(text)),
+            tool_calls: calls,
+            thinking_blocks: std::mem::take(thinking),
+        });
         out.append(results);
     };
     for (j, block) in blocks(content).into_iter().enumerate() {
@@ -505,7 +518,7 @@ fn assistant_turn(i: usize, content: TextOrBlocks, out: &mut Vec<Message>) -> Re
         match block {
             Block::Text { text: t } => {
                 if !results.is_empty() {
-                    flush(&mut text, &mut calls, &mut results, out);
+                    flush(&mut text, &mut calls, &mut thinking, &mut results, out);
                 }
                 text.push_str(&t);
             }
@@ -559,7 +572,25 @@ fn assistant_turn(i: usize, content: TextOrBlocks, out: &mut Vec<Message>) -> Re
                 &inputs,
                 param,
             )?),
-            Block::Thinking {} | Block::RedactedThinking {} => {}
+            // Signed thinking goes back to an upstream that can check it (an Anthropic one
+            // requires it before a turn's tool use); unsigned thinking (what another upstream's
+            // reasoning came back as) has nowhere to go.
+            Block::Thinking {
+                thinking: t,
+                signature,
+            } => {
+                if !signature.is_empty() {
+                    thinking.push(ThinkingBlock::Thinking {
+                        thinking: t,
+                        signature,
+                    });
+                }
+            }
+            Block::RedactedThinking { data } => {
+                if !data.is_empty() {
+                    thinking.push(ThinkingBlock::RedactedThinking { data });
+                }
+            }
             _ => {
                 return Err(ApiError::bad_param(
                     param(),
@@ -568,7 +599,7 @@ fn assistant_turn(i: usize, content: TextOrBlocks, out: &mut Vec<Message>) -> Re
             }
         }
     }
-    flush(&mut text, &mut calls, &mut results, out);
+    flush(&mut text, &mut calls, &mut thinking, &mut results, out);
     Ok(())
 }
 
@@ -672,11 +703,20 @@ mod tests {
         let Message::Assistant {
             content,
             tool_calls,
+            thinking_blocks,
         } = &r.messages[2]
         else {
             panic!()
         };
         assert_eq!(content.as_ref().unwrap().text(), "Checking.");
+        // Signed thinking is kept for the upstream that signed it.
+        assert_eq!(
+            thinking_blocks,
+            &[ThinkingBlock::Thinking {
+                thinking: "hm".into(),
+                signature: "s".into()
+            }]
+        );
         assert_eq!(tool_calls[0].arguments, r#"{"city":"Paris"}"#);
         assert_eq!(
             r.messages[3],
@@ -728,6 +768,7 @@ mod tests {
         let Message::Assistant {
             content,
             tool_calls,
+            ..
         } = &r[3]
         else {
             panic!()

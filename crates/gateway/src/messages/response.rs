@@ -107,6 +107,7 @@ pub(crate) fn render(
 ) -> Response {
     // The visible prefix (malformed call markup stays in the log), cut in place: no copy.
     let visible = answer.visible_text().len();
+    let unsigned = answer.unsigned_reasoning().to_owned();
     let mut text = answer.text;
     text.truncate(visible);
     let mut calls = answer.calls;
@@ -115,10 +116,14 @@ pub(crate) fn render(
     }
     state.metrics.tool_calls(calls.len());
     let mut content = Vec::with_capacity(calls.len() + 2);
-    if !answer.reasoning.is_empty() {
-        content.push(
-            serde_json::json!({"type": "thinking", "thinking": answer.reasoning, "signature": ""}),
-        );
+    // The upstream's signed blocks as they came, then reasoning it did not sign (another
+    // upstream's) with an empty signature: there is none to give.
+    for block in &answer.thinking_blocks {
+        content.push(serde_json::to_value(block).unwrap_or_default());
+    }
+    if !unsigned.is_empty() {
+        content
+            .push(serde_json::json!({"type": "thinking", "thinking": unsigned, "signature": ""}));
     }
     if !text.is_empty() || calls.is_empty() {
         content.push(serde_json::json!({"type": "text", "text": text}));

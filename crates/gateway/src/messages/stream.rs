@@ -142,7 +142,8 @@ impl MessagesCodec {
             Open::None => {}
             Open::Text => Self::block_stop(out, self.next_block - 1),
             Open::Thinking => {
-                // Clients that replay thinking expect a signature; the gateway has none to give.
+                // Clients that replay thinking expect a signature; without the upstream's
+                // (`reasoning_signature` closes a signed block itself) there is none to give.
                 Self::delta(out, self.next_block - 1, |o| {
                     o.extend_from_slice(br#"{"type":"signature_delta","signature":""}"#)
                 });
@@ -215,6 +216,27 @@ impl SseCodec for MessagesCodec {
             json_str(o, text);
             o.push(b'}');
         });
+    }
+
+    fn reasoning_signature(&mut self, out: &mut Vec<u8>, signature: &str) {
+        let index = self.open(out, Open::Thinking);
+        Self::delta(out, index, |o| {
+            o.extend_from_slice(br#"{"type":"signature_delta","signature":"#);
+            json_str(o, signature);
+            o.push(b'}');
+        });
+        Self::block_stop(out, index);
+        self.open = Open::None;
+    }
+
+    fn redacted_reasoning(&mut self, out: &mut Vec<u8>, data: &str) {
+        self.close(out);
+        let index = self.block_start(out, |o| {
+            o.extend_from_slice(br#"{"type":"redacted_thinking","data":"#);
+            json_str(o, data);
+            o.push(b'}');
+        });
+        Self::block_stop(out, index);
     }
 
     fn call_start(&mut self, _out: &mut Vec<u8>, index: usize, id: &str, name: &str) {

@@ -439,6 +439,7 @@ impl Messages {
             "assistant" => Message::Assistant {
                 content: Some(content),
                 tool_calls: Vec::new(),
+                thinking_blocks: Vec::new(),
             },
             other => {
                 return Err(item_error(
@@ -474,6 +475,7 @@ impl Messages {
             _ => self.messages.push(Message::Assistant {
                 content: None,
                 tool_calls: vec![call],
+                thinking_blocks: Vec::new(),
             }),
         }
         Ok(())
@@ -524,6 +526,7 @@ impl Messages {
         self.messages.push(Message::Assistant {
             content: None,
             tool_calls: vec![call],
+            thinking_blocks: Vec::new(),
         });
         self.messages.push(Message::tool_result(id, logs, false));
     }

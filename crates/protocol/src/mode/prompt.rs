@@ -94,6 +94,7 @@ pub fn reencode_history(messages: &[Message], format: impl Into<CallFormat>) -> 
             Message::Assistant {
                 content,
                 tool_calls,
+                thinking_blocks,
             } if !tool_calls.is_empty() => {
                 let text = content
                     .as_ref()
@@ -102,7 +103,13 @@ pub fn reencode_history(messages: &[Message], format: impl Into<CallFormat>) -> 
                 for call in tool_calls {
                     names.insert(&call.id, &call.name);
                 }
-                out.push(Message::assistant(format.assistant_text(&text, tool_calls)));
+                out.push(Message::Assistant {
+                    content: Some(crate::types::Content::Text(
+                        format.assistant_text(&text, tool_calls),
+                    )),
+                    tool_calls: Vec::new(),
+                    thinking_blocks: thinking_blocks.clone(),
+                });
                 i += 1;
             }
             Message::Tool { .. } => {

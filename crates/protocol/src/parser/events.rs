@@ -85,6 +85,15 @@ pub enum ModelEvent {
     StopSequence {
         sequence: String,
     },
+    /// The upstream's signature over the reasoning since the last signed block (Anthropic's
+    /// `signature_delta`): the reasoning so far is one block to hand back with this signature.
+    ReasoningSignature {
+        signature: String,
+    },
+    /// Reasoning the upstream gave only encrypted (Anthropic's `redacted_thinking`).
+    RedactedReasoning {
+        data: String,
+    },
     /// The last event of a decoded response: why it ended.
     Finish {
         reason: FinishReason,

@@ -194,7 +194,13 @@ impl StreamDecoder {
             .unwrap_or_default()
         {
             "text" => push_text(out, text("text"), WireEvent::Text),
-            "thinking" => push_text(out, text("thinking"), WireEvent::Reasoning),
+            "thinking" => {
+                push_text(out, text("thinking"), WireEvent::Reasoning);
+                // A whole block (a non-streamed answer) carries its signature; a streamed one
+                // starts empty and gets it as a `signature_delta`.
+                push_text(out, text("signature"), WireEvent::ReasoningSignature);
+            }
+            "redacted_thinking" => push_text(out, text("data"), WireEvent::RedactedReasoning),
             "tool_use" => {
                 self.saw_tool_use = true;
                 out.push(WireEvent::ToolCall(ToolCallDelta {
@@ -239,7 +245,8 @@ impl StreamDecoder {
                 }
                 out.push(args_delta(index, partial.to_owned()));
             }
-            // signature_delta, citations_delta, …
+            "signature_delta" => push_text(out, text("signature"), WireEvent::ReasoningSignature),
+            // citations_delta, …
             other => tracing::trace!(delta = other, "anthropic: ignoring a delta"),
         }
     }

@@ -20,6 +20,8 @@ enum Side {
 
 #[derive(Clone, Debug, PartialEq)]
 enum Block {
+    /// A signed `thinking` or a `redacted_thinking` block, handed back as it came.
+    Thinking(Value),
     Text(String),
     /// A whole `{"type":"image",…}` block.
     Image(Value),
@@ -38,6 +40,7 @@ enum Block {
 impl Block {
     fn into_json(self) -> Value {
         match self {
+            Block::Thinking(block) => block,
             Block::Text(text) => json!({"type": "text", "text": text}),
             Block::Image(image) => image,
             Block::ToolUse { id, name, input } => {
@@ -98,8 +101,14 @@ pub fn encode_request(request: &ChatRequest, config: &AnthropicConfig) -> Value 
             Message::Assistant {
                 content,
                 tool_calls,
+                thinking_blocks,
             } => {
-                let mut blocks = Vec::new();
+                // Anthropic requires a turn's thinking first, before its text and tool use.
+                let mut blocks: Vec<Block> = thinking_blocks
+                    .iter()
+                    .filter_map(|b| serde_json::to_value(b).ok())
+                    .map(Block::Thinking)
+                    .collect();
                 if let Some(content) = content {
                     let text = content.text();
                     if !text.trim().is_empty() {

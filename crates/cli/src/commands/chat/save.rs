@@ -42,6 +42,7 @@ pub fn markdown(model: &str, messages: &[Message]) -> String {
             Message::Assistant {
                 content,
                 tool_calls,
+                ..
             } => {
                 out.push_str("\n## Assistant\n");
                 if let Some(text) = content.as_ref().map(|c| c.text()) {

@@ -105,6 +105,10 @@ fn thinking_then_text() {
         vec![
             WireEvent::Reasoning("The user asks for 27 * 453.".into()),
             WireEvent::Reasoning("\n27 * 453 = 12231.".into()),
+            // The signature over the block, to hand back with it.
+            WireEvent::ReasoningSignature(
+                "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds".into()
+            ),
             text("27 * 453 = "),
             text("12,231"),
             // Cache reads count as prompt tokens.
@@ -251,6 +255,7 @@ fn whole_input_in_block_start_and_events_after_stop() {
 fn whole_message_response() {
     let body = r#"{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[
         {"type":"thinking","thinking":"hmm","signature":"x"},
+        {"type":"redacted_thinking","data":"ENCRYPTED"},
         {"type":"text","text":"Let me look."},
         {"type":"tool_use","id":"toolu_9","name":"search","input":{"q":"rust"}}],
         "stop_reason":"tool_use","usage":{"input_tokens":10,"output_tokens":7}}"#;
@@ -258,9 +263,11 @@ fn whole_message_response() {
         message_events(body, None).unwrap(),
         vec![
             WireEvent::Reasoning("hmm".into()),
+            WireEvent::ReasoningSignature("x".into()),
+            WireEvent::RedactedReasoning("ENCRYPTED".into()),
             text("Let me look."),
-            start(2, "toolu_9", "search"),
-            args(2, "{\"q\":\"rust\"}"),
+            start(3, "toolu_9", "search"),
+            args(3, "{\"q\":\"rust\"}"),
             usage(10, 7),
             WireEvent::Finish(FinishReason::ToolCalls),
         ]

@@ -280,3 +280,35 @@ fn passthrough_fields_and_max_completion_tokens() {
     assert_eq!(body["metadata"], json!({"user_id": "u-42"}));
     assert!(body.get("seed").is_none());
 }
+
+#[test]
+fn signed_thinking_goes_back_first_in_its_turn() {
+    use toolbridge_protocol::types::{Content, ThinkingBlock};
+    let req = request(vec![
+        Message::user("Weather in Paris?"),
+        Message::Assistant {
+            content: Some(Content::Text("Checking.".into())),
+            tool_calls: vec![call("toolu_1", "get_weather", r#"{"city":"Paris"}"#)],
+            thinking_blocks: vec![
+                ThinkingBlock::Thinking {
+                    thinking: "The user wants weather.".into(),
+                    signature: "SIG".into(),
+                },
+                ThinkingBlock::RedactedThinking {
+                    data: "ENCRYPTED".into(),
+                },
+            ],
+        },
+        Message::tool_result("toolu_1", "sunny", false),
+    ]);
+    let body = encode_request(&req, &config());
+    assert_eq!(
+        body["messages"][1]["content"],
+        json!([
+            {"type": "thinking", "thinking": "The user wants weather.", "signature": "SIG"},
+            {"type": "redacted_thinking", "data": "ENCRYPTED"},
+            {"type": "text", "text": "Checking."},
+            {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}
+        ])
+    );
+}
