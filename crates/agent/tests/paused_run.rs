@@ -17,7 +17,7 @@ use toolbridge_agent::{
 };
 use toolbridge_protocol::mode::ToolMode;
 use toolbridge_protocol::texts::CallTag;
-use toolbridge_protocol::types::Message;
+use toolbridge_protocol::types::{Message, ToolChoice};
 use toolbridge_providers::scripted::{ScriptedReply, ScriptedUpstream};
 use toolbridge_providers::{Arm, Model, ModelEvent};
 
@@ -161,7 +161,8 @@ async fn a_paused_run_resumes_from_its_serialized_form_with_the_same_transcript(
 }
 
 /// Driving the machine by hand: results supplied from outside (as a client would send its
-/// function outputs) after a serialize round trip.
+/// function outputs) after a serialize round trip; a forced tool choice applies to the first
+/// request only.
 #[test]
 fn the_machine_takes_results_from_outside_after_a_restore() {
     let limits = toolbridge_agent::Limits {
@@ -173,10 +174,16 @@ fn the_machine_takes_results_from_outside_after_a_restore() {
     };
     let now = Instant::now();
     let mut m = RunMachine::new(limits, "m", conversation(), now);
+    // A front door's forced choice is for the first request only.
+    m.set_next_tool_choice(Some(ToolChoice::Named("lookup".into())));
     let Some(Action::CallModel(request)) = m.poll_action() else {
         panic!("asks the model first")
     };
     assert_eq!(request.messages, conversation());
+    assert_eq!(
+        request.tool_choice,
+        Some(ToolChoice::Named("lookup".into()))
+    );
     assert!(m.poll_action().is_none(), "one action at a time");
     for event in [
         ModelEvent::CallStart {
@@ -205,6 +212,7 @@ fn the_machine_takes_results_from_outside_after_a_restore() {
     let Some(Action::CallModel(request)) = m.poll_action() else {
         panic!("asks the model again")
     };
+    assert_eq!(request.tool_choice, None, "later rounds choose freely");
     assert!(matches!(
         request.messages.last(),
         Some(Message::Tool { .. })

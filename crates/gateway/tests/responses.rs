@@ -567,6 +567,69 @@ async fn text_format_json_schema_reaches_the_upstream_as_response_format() {
 }
 
 #[tokio::test]
+async fn tool_choice_forces_the_first_model_request_and_names_only_declared_tools() {
+    let up = TestUpstream::start().await.unwrap();
+    up.set_default(Some(Behavior::Reply(Reply::text("Done."))));
+    let (gw, _dir) = gateway(&up, "native", None).await;
+    let tool = json!({"type": "function", "name": "lookup", "description": "Looks up.",
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}});
+    for (choice, sent) in [
+        (json!("required"), json!("required")),
+        (
+            json!({"type": "function", "name": "lookup"}),
+            json!({"type": "function", "function": {"name": "lookup"}}),
+        ),
+        (
+            json!({"type": "allowed_tools", "mode": "required", "tools": []}),
+            json!("required"),
+        ),
+    ] {
+        let before = up.requests().len();
+        let (status, body) = create(
+            &gw,
+            None,
+            json!({"model": "m", "input": "Look it up.",
+            "tools": [tool.clone()], "tool_choice": choice.clone()}),
+        )
+        .await;
+        assert_eq!(status, 200, "{choice}: {body}");
+        assert_eq!(body["tool_choice"], choice, "echoed as sent");
+        let requests = up.requests();
+        assert_eq!(requests[before].body["tool_choice"], sent, "{choice}");
+    }
+    // `auto` sends nothing of its own.
+    let before = up.requests().len();
+    let (status, _) = create(
+        &gw,
+        None,
+        json!({"model": "m", "input": "x", "tools": [tool.clone()],
+        "tool_choice": "auto"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(up.requests()[before].body.get("tool_choice").is_none());
+    // A function the request does not declare, and shapes that mean nothing, are the client's error.
+    let before = up.requests().len();
+    for choice in [
+        json!({"type": "function", "name": "nope"}),
+        json!({"type": "function"}),
+        json!("sometimes"),
+        json!({"type": "file_search_but_not"}),
+    ] {
+        let (status, err) = create(
+            &gw,
+            None,
+            json!({"model": "m", "input": "x",
+            "tools": [tool.clone()], "tool_choice": choice.clone()}),
+        )
+        .await;
+        assert_eq!(status, 400, "{choice}: {err}");
+        assert_eq!(err["error"]["param"], "tool_choice", "{choice}: {err}");
+    }
+    assert_eq!(up.requests().len(), before, "nothing reached the model");
+}
+
+#[tokio::test]
 async fn unavailable_tools_error_makes_a_hosted_tool_the_server_lacks_a_400_naming_it() {
     let up = TestUpstream::start().await.unwrap();
     let mut config = server_config();

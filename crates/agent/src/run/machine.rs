@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use toolbridge_protocol::mode::ToolMode;
 use toolbridge_protocol::retry::{Attempt, RetryPolicy, Verdict};
 use toolbridge_protocol::texts::{self, CallFormat};
-use toolbridge_protocol::types::{ChatRequest, Message, ToolCall, ToolSpec, Usage};
+use toolbridge_protocol::types::{ChatRequest, Message, ToolCall, ToolChoice, ToolSpec, Usage};
 use toolbridge_protocol::visible::VisiblePrefix;
 use toolbridge_providers::{ModelEvent, ModelResponse};
 
@@ -175,6 +175,10 @@ pub struct RunMachine {
     cut: bool,
     #[serde(default)]
     options: RequestOptions,
+    /// The tool choice of the next model request only (a front door's `tool_choice` applies to
+    /// the first request it causes: forcing every round would loop until the budget ran out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    next_tool_choice: Option<ToolChoice>,
     events: VecDeque<RunEvent>,
     /// The response in flight (a stored run never has one: its request is sent again).
     #[serde(skip)]
@@ -224,6 +228,7 @@ impl RunMachine {
             error: None,
             cut: false,
             options: RequestOptions::default(),
+            next_tool_choice: None,
             events: VecDeque::new(),
             response: ModelResponse::default(),
             shown: VisiblePrefix::default(),
@@ -294,6 +299,12 @@ impl RunMachine {
         self.options = options;
     }
 
+    /// Forces (`Required`, `Named`) or forbids (`None`) tool calls in the next model request
+    /// only; later rounds are `auto` again. Not applied to a finalization round (it has no tools).
+    pub fn set_next_tool_choice(&mut self, choice: Option<ToolChoice>) {
+        self.next_tool_choice = choice;
+    }
+
     /// The tools offered by the next model request.
     pub fn set_tools(&mut self, tools: Vec<ToolSpec>) {
         self.tools = tools;
@@ -342,6 +353,8 @@ impl RunMachine {
         };
         let finalization = *finalization;
         self.out = false;
+        // The forced choice was for this request.
+        self.next_tool_choice = None;
         let response = std::mem::take(&mut self.response);
         self.shown = VisiblePrefix::default();
         if let Some(u) = response.usage {
@@ -593,6 +606,11 @@ impl RunMachine {
                 self.tools.clone()
             } else {
                 Vec::new()
+            },
+            tool_choice: if finalization.is_none() {
+                self.next_tool_choice.clone()
+            } else {
+                None
             },
             max_tokens: self.options.max_tokens,
             temperature: self.options.temperature,

@@ -132,6 +132,13 @@ async fn prepare(
             })
             .collect(),
         tools_off: request.tool_choice == Some(ToolChoice::None),
+        forced: agent_run::ForcedTool::of_chat(request.tool_choice.as_ref(), |name| {
+            client
+                .server_tools
+                .iter()
+                .find(|t| t.tool.wire_name() == name)
+                .map(|t| t.tool.hosted())
+        }),
         instructions: (!system.is_empty()).then(|| system.join("\n\n")),
         user: owner.to_owned(),
         max_tool_calls: None,

@@ -21,7 +21,7 @@ use toolbridge_agent::{
     Agent, AgentConfig, PauseWhen, RequestOptions, RunEvent, RunMachine, RunState, ToolContext,
     Toolbox, ToolboxConfig,
 };
-use toolbridge_protocol::types::{Message, ToolCall};
+use toolbridge_protocol::types::{Message, ToolCall, ToolChoice};
 use toolbridge_runtime::RequestAgent;
 use toolbridge_tools::workspace::{OutputsSnapshot, Workspace};
 
@@ -42,6 +42,8 @@ pub(crate) struct RunSpec {
     pub client_tools: Vec<ClientTool>,
     /// No tool at all is offered (`tool_choice: none`).
     pub tools_off: bool,
+    /// A tool the client's `tool_choice` forces in the run's first model request.
+    pub forced: Option<ForcedTool>,
     /// Replaces the configured system prompt.
     pub instructions: Option<String>,
     /// Whom the tools act for (memories, the Python session).
@@ -59,6 +61,81 @@ pub(crate) struct RunSpec {
     pub approved: HashSet<String>,
 }
 
+/// What a client's `tool_choice` forces, in no front door's terms (`none` is
+/// [`RunSpec::tools_off`], `auto` is nothing).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum ForcedTool {
+    /// Some tool (`required`, Anthropic's `any`).
+    Any,
+    /// The client's function (or custom tool) of this name.
+    Client(String),
+    /// The built-in behind a hosted tool.
+    Hosted(Hosted),
+    /// An MCP server's tool, by its own name.
+    Mcp { label: String, tool: String },
+}
+
+impl ForcedTool {
+    /// What a Chat Completions `tool_choice` (also what the Messages decoder makes of
+    /// Anthropic's) forces; `server_tool` maps a name to a hosted tool it stands for.
+    pub(crate) fn of_chat(
+        choice: Option<&ToolChoice>,
+        server_tool: impl Fn(&str) -> Option<Hosted>,
+    ) -> Option<ForcedTool> {
+        match choice? {
+            ToolChoice::None | ToolChoice::Auto => None,
+            ToolChoice::Required => Some(ForcedTool::Any),
+            ToolChoice::Named(name) => Some(match server_tool(name) {
+                Some(hosted) => ForcedTool::Hosted(hosted),
+                None => ForcedTool::Client(name.clone()),
+            }),
+        }
+    }
+
+    /// The choice of the first model request, against the tools the run offers. A client
+    /// function the request does not declare is the client's error; a hosted tool the
+    /// configuration left out is not forced (the request goes on with `auto`, as its tool went
+    /// on without it).
+    fn resolve(&self, plan: &Plan) -> Result<Option<ToolChoice>, ApiError> {
+        let named = |name: &str| {
+            if plan.offer.contains(name) || plan.client_names.contains(name) {
+                Some(ToolChoice::Named(name.to_owned()))
+            } else {
+                tracing::warn!(
+                    tool = name,
+                    "tool_choice names a tool this run does not offer; not forced"
+                );
+                None
+            }
+        };
+        Ok(match self {
+            ForcedTool::Any => Some(ToolChoice::Required),
+            ForcedTool::Client(name) => {
+                if !plan.client_names.contains(name) {
+                    return Err(ApiError::bad_param(
+                        "tool_choice",
+                        format!(
+                            "tool_choice names `{name}`, which is not among the request's tools."
+                        ),
+                    ));
+                }
+                Some(ToolChoice::Named(name.clone()))
+            }
+            ForcedTool::Hosted(hosted) => tools::builtins_of(hosted).first().and_then(|n| named(n)),
+            ForcedTool::Mcp { label, tool } => {
+                let exposed = plan.kinds.iter().find_map(|(name, kind)| match kind {
+                    CallKind::Mcp { label: l, tool: t } if l == label && t == tool => Some(name),
+                    _ => None,
+                });
+                match exposed {
+                    Some(name) => named(name),
+                    None => named(&format!("{}{label}__{tool}", toolbridge_mcp::names::PREFIX)),
+                }
+            }
+        })
+    }
+}
+
 /// A prepared run: the request's agent with what it runs in.
 pub(crate) struct AgentRun {
     pub agent: Agent,
@@ -72,6 +149,8 @@ pub(crate) struct AgentRun {
     pub approved: HashSet<String>,
     /// The user's run counted against `max_concurrent_per_user` until the run ends.
     admitted: Option<Admitted>,
+    /// The forced tool choice of the first model request this run makes.
+    tool_choice: Option<ToolChoice>,
     /// The request's access-log record, taken in the handler's scope: the run may outlive it
     /// (a streamed or background response), and every front door's line gets the arm, its
     /// mode and the run's usage from here.
@@ -152,6 +231,10 @@ pub(crate) async fn prepare(
             }
         }
     }
+    let tool_choice = match &spec.forced {
+        Some(forced) => forced.resolve(&plan)?,
+        None => None,
+    };
     let admitted = state.responses.admit(owner)?;
     let approver: Arc<dyn Approver> = Arc::new(ApprovedCalls(spec.approved.clone()));
     let (agent, context) = build_agent(state, model, &plan, &spec, approver).await?;
@@ -193,6 +276,7 @@ pub(crate) async fn prepare(
         workspace,
         approved: spec.approved,
         admitted: Some(admitted),
+        tool_choice,
         access: crate::access::current(),
     })
 }
@@ -242,6 +326,8 @@ impl AgentRun {
         // A resumed machine still counts the rounds of the response that paused it: the line
         // of this request reports only the model requests made for it.
         let usage_before = machine.usage();
+        let mut machine = machine;
+        machine.set_next_tool_choice(self.tool_choice.clone());
         let mut run =
             self.agent
                 .resume(machine, self.context.clone(), Some(Arc::clone(&self.pause)));

@@ -111,6 +111,7 @@ pub(crate) async fn respond(
         tools_echo: Vec::new(),
         tool_choice: json!("auto"),
         tools_off,
+        forced: super::agent_run::ForcedTool::of_chat(request.tool_choice.as_ref(), |_| None),
         previous_response_id: None,
         conversation: None,
         store: false,

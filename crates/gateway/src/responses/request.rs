@@ -5,7 +5,7 @@
 //! Honoured: `model`, `input` (a string or items: messages with `input_text` / `input_image` /
 //! `input_file` / `output_text` parts, `function_call`, `function_call_output`,
 //! `custom_tool_call(_output)`, earlier hosted-call items), `instructions`, `tools`,
-//! `tool_choice` (`none` offers no tool), `previous_response_id`, `conversation`, `store`,
+//! `tool_choice` (`none` offers no tool; the others force the first model request, [`forced_tool`]), `previous_response_id`, `conversation`, `store`,
 //! `stream`, `background`, `max_output_tokens`, `max_tool_calls`, `temperature`, `top_p`,
 //! `metadata`, `user`, `parallel_tool_calls`. Accepted and not acted on (they change nothing a
 //! client can observe here, or have no meaning for a non-OpenAI upstream): `include`,
@@ -62,6 +62,8 @@ pub(crate) struct ResponsesRequest {
     pub tools_echo: Vec<Value>,
     pub tool_choice: Value,
     pub tools_off: bool,
+    /// What `tool_choice` forces in the first model request.
+    pub forced: Option<super::agent_run::ForcedTool>,
     pub previous_response_id: Option<String>,
     pub conversation: Option<String>,
     pub store: bool,
@@ -131,6 +133,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<ResponsesRequest, ApiError> {
         .remove("tool_choice")
         .unwrap_or_else(|| Value::String("auto".into()));
     let tools_off = tool_choice.as_str() == Some("none");
+    let forced = forced_tool(&tool_choice)?;
     let previous_response_id = opt_string(&mut body, "previous_response_id")?;
     let conversation = match body.remove("conversation") {
         None | Some(Value::Null) => None,
@@ -210,6 +213,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<ResponsesRequest, ApiError> {
         tools_echo,
         tool_choice,
         tools_off,
+        forced,
         previous_response_id,
         conversation,
         store,
@@ -628,6 +632,71 @@ fn content_of(
             "'content' must be a string or an array of parts",
         )),
     }
+}
+
+/// What a `tool_choice` forces: `none` and `auto` nothing (`none` takes the tools away),
+/// `required` some tool, `{"type": "function" | "custom", "name"}` the client's tool,
+/// `{"type": "mcp", "server_label", "name"?}` an MCP server's tool (any of its tools without a
+/// name), a hosted tool's type that tool, and `{"type": "allowed_tools", "mode"}` its mode (the
+/// subset it lists is not applied: every tool of the request stays offered).
+fn forced_tool(choice: &Value) -> Result<Option<super::agent_run::ForcedTool>, ApiError> {
+    use super::agent_run::ForcedTool;
+    let bad = |why: &str| ApiError::bad_param("tool_choice", format!("tool_choice: {why}"));
+    if let Some(mode) = choice.as_str() {
+        return match mode {
+            "none" | "auto" => Ok(None),
+            "required" => Ok(Some(ForcedTool::Any)),
+            other => Err(bad(&format!(
+                "`{other}` is not one of none, auto, required."
+            ))),
+        };
+    }
+    let Some(kind) = choice.get("type").and_then(Value::as_str) else {
+        return Err(bad(
+            "a string (none, auto, required) or an object with a `type`.",
+        ));
+    };
+    let name = || {
+        choice
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    Ok(match kind {
+        "function" | "custom" => match name() {
+            Some(name) => Some(ForcedTool::Client(name)),
+            None => return Err(bad(&format!("a `{kind}` choice needs its `name`."))),
+        },
+        "mcp" => {
+            let Some(label) = choice.get("server_label").and_then(Value::as_str) else {
+                return Err(bad("an `mcp` choice needs its `server_label`."));
+            };
+            match name() {
+                Some(tool) => Some(ForcedTool::Mcp {
+                    label: label.to_owned(),
+                    tool,
+                }),
+                None => Some(ForcedTool::Any),
+            }
+        }
+        "allowed_tools" => match choice.get("mode").and_then(Value::as_str) {
+            Some("required") => Some(ForcedTool::Any),
+            Some("auto") | None => None,
+            Some(other) => {
+                return Err(bad(&format!(
+                    "allowed_tools mode `{other}` is not auto or required."
+                )))
+            }
+        },
+        hosted => match Hosted::of_type(hosted) {
+            Some(hosted) => Some(ForcedTool::Hosted(hosted)),
+            None => {
+                return Err(bad(&format!(
+                    "`{hosted}` is not a tool type this server knows."
+                )))
+            }
+        },
+    })
 }
 
 #[cfg(test)]

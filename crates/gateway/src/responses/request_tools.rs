@@ -32,6 +32,16 @@ pub(crate) enum Hosted {
 }
 
 impl Hosted {
+    /// The hosted tool a `type` names (in `tool_choice`), when this server runs it.
+    pub(crate) fn of_type(kind: &str) -> Option<Hosted> {
+        match kind {
+            k if k.starts_with("web_search") => Some(Hosted::WebSearch),
+            "code_interpreter" => Some(Hosted::CodeInterpreter),
+            "image_generation" => Some(Hosted::ImageGeneration),
+            _ => None,
+        }
+    }
+
     pub(crate) fn wire_name(&self) -> &str {
         match self {
             Hosted::WebSearch => "web_search",

@@ -163,6 +163,7 @@ pub(crate) async fn prepare(
         hosted: request.hosted.clone(),
         client_tools: request.client_tools.clone(),
         tools_off: request.tools_off,
+        forced: request.forced.clone(),
         instructions: request.instructions.clone(),
         user: memory_user(owner, request.user.as_deref()),
         max_tool_calls: request.max_tool_calls,
