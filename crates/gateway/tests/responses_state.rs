@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use toolbridge_gateway::{Gateway, ResponsesConfig, RunningGateway, ServerConfig};
 use toolbridge_testkit::{Behavior, Reply, TestUpstream};
 
-use common::responses::{create, get, weather, Schema};
+use common::responses::{create, get, post, wait_for_status, weather, Schema};
 use common::{server_config, single, KEYS_VAR};
 
 const KEYS: &str = "sk-ada,sk-bob";
@@ -23,11 +23,20 @@ const BOB: Option<&str> = Some("sk-bob");
 
 /// One instance named `instance` on the store at `url`, serving model `m` from `up`.
 async fn instance(up: &TestUpstream, url: &str, instance: &str) -> RunningGateway {
+    instance_with(up, url, instance, ResponsesConfig::default()).await
+}
+
+async fn instance_with(
+    up: &TestUpstream,
+    url: &str,
+    instance: &str,
+    responses: ResponsesConfig,
+) -> RunningGateway {
     let mut config: ServerConfig = server_config();
     config.state.url = Some(url.to_owned());
     config.responses = ResponsesConfig {
         instance: Some(instance.to_owned()),
-        ..ResponsesConfig::default()
+        ..responses
     };
     let env = BTreeMap::from([(KEYS_VAR.to_owned(), KEYS.to_owned())]);
     let gw = Gateway::new(config, vec![single("m", up, "native")], &env).unwrap();
@@ -215,4 +224,65 @@ async fn a_run_paused_on_one_instance_for_a_function_call_resumes_on_the_other()
     assert_eq!(status, 200);
     assert_eq!(on_a, second);
     p.schema.drop_now().await;
+}
+
+/// `/cancel` on the instance that does not run the response: the store says cancelled at once,
+/// and the running instance stops the run at its next heartbeat (its admission ends: a user
+/// limited to one running response may start another there).
+#[tokio::test]
+async fn a_background_response_is_cancelled_from_the_other_instance() {
+    let schema = Schema::create().await;
+    let up_a = TestUpstream::start().await.unwrap();
+    let up_b = TestUpstream::start().await.unwrap();
+    let one_at_a_time = ResponsesConfig {
+        max_concurrent_per_user: 1,
+        ..ResponsesConfig::default()
+    };
+    let a = instance_with(&up_a, &schema.url, "instance-a", one_at_a_time).await;
+    let b = instance(&up_b, &schema.url, "instance-b").await;
+    // A's answer stops after its first piece and would go on only after two minutes.
+    up_a.push(Behavior::StallMidStream {
+        after_chunks: 1,
+        stall: std::time::Duration::from_secs(120),
+        reply: Reply::text("First part. The rest.").with_chunk_size(12),
+    });
+    up_a.set_default(Some(Behavior::Reply(Reply::text("Next."))));
+    let (status, started) = create(
+        &a,
+        ADA,
+        json!({"model": "m", "input": "Talk.", "background": true}),
+    )
+    .await;
+    assert_eq!(status, 200, "{started}");
+    let id = started["id"].as_str().unwrap().to_owned();
+    let patience = std::time::Duration::from_secs(30);
+    wait_for_status(&a, ADA, &id, "in_progress", patience).await;
+    // A runs it: one more response of this user is refused there.
+    let (status, _) = create(&a, ADA, json!({"model": "m", "input": "x"})).await;
+    assert_eq!(status, 429);
+
+    // Another key cannot cancel it from B either.
+    let (status, _) = post(&b, BOB, &format!("/responses/{id}/cancel"), json!({})).await;
+    assert_eq!(status, 404);
+    let (status, cancelled) = post(&b, ADA, &format!("/responses/{id}/cancel"), json!({})).await;
+    assert_eq!(status, 200, "{cancelled}");
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+
+    // A stops the run: its user may start another there.
+    let start = std::time::Instant::now();
+    loop {
+        let (status, body) = create(&a, ADA, json!({"model": "m", "input": "x"})).await;
+        if status == 200 {
+            assert_eq!(body["output_text"], "Next.", "{body}");
+            break;
+        }
+        assert_eq!(status, 429, "{body}");
+        assert!(start.elapsed() < patience, "the run on A never stopped");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let stored = wait_for_status(&b, ADA, &id, "cancelled", patience).await;
+    assert_eq!(stored["error"], Value::Null, "{stored}");
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+    schema.drop_now().await;
 }

@@ -180,13 +180,16 @@ pub trait Store: Send + Sync + 'static {
     /// Whether the owner had a response of this id (now deleted).
     fn delete_response(&self, owner: &str, id: &str) -> BoxFuture<'_, Result<bool, StoreError>>;
     /// Sets `updated_at = now` for these responses of `instance` that are still queued or in
-    /// progress (a running instance's heartbeat); other ids are ignored.
+    /// progress (a running instance's heartbeat). Returns the ids among them whose stored row
+    /// says they are no longer running here — another instance cancelled them, or recovery
+    /// marked them failed — so the instance stops them; ids with no row (not stored, deleted)
+    /// are not among them.
     fn heartbeat(
         &self,
         instance: &str,
         ids: &[String],
         now: Unix,
-    ) -> BoxFuture<'_, Result<(), StoreError>>;
+    ) -> BoxFuture<'_, Result<Vec<String>, StoreError>>;
     /// Every response still `queued`/`in_progress` whose instance is `instance`, or whose
     /// `updated_at` is older than `stale_before` (any instance): status becomes "failed",
     /// `body.status` = "failed" and `body.error` = `{"code":"server_error","message":message}`;

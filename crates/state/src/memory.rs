@@ -98,16 +98,19 @@ impl Store for MemoryStore {
         instance: &str,
         ids: &[String],
         now: Unix,
-    ) -> BoxFuture<'_, Result<(), StoreError>> {
+    ) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
         let mut inner = self.lock();
+        let mut stopped = Vec::new();
         for id in ids {
             if let Some(r) = inner.responses.get_mut(id) {
                 if r.instance == instance && running(&r.status) {
                     r.updated_at = now;
+                } else {
+                    stopped.push(id.clone());
                 }
             }
         }
-        Self::ready(Ok(()))
+        Self::ready(Ok(stopped))
     }
 
     fn recover(

@@ -320,24 +320,31 @@ impl Store for SqliteStore {
         instance: &str,
         ids: &[String],
         now: Unix,
-    ) -> BoxFuture<'_, Result<(), StoreError>> {
+    ) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
         let (instance, ids) = (instance.to_owned(), ids.to_vec());
         self.run(move |c| {
             if ids.is_empty() {
-                return Ok(());
+                return Ok(Vec::new());
             }
             let tx = immediate(c)?;
+            let mut stopped = Vec::new();
             {
                 let mut beat = tx.prepare_cached(
                     "UPDATE toolbridge_responses SET updated_at = ?1
                      WHERE id = ?2 AND instance = ?3 AND status IN ('queued', 'in_progress')",
                 )?;
+                let mut exists =
+                    tx.prepare_cached("SELECT 1 FROM toolbridge_responses WHERE id = ?1")?;
                 for id in &ids {
-                    beat.execute(params![now, id, instance])?;
+                    if beat.execute(params![now, id, instance])? == 0
+                        && exists.exists(params![id])?
+                    {
+                        stopped.push(id.clone());
+                    }
                 }
             }
             tx.commit()?;
-            Ok(())
+            Ok(stopped)
         })
     }
 

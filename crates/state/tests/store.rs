@@ -433,8 +433,12 @@ async fn heartbeat_keeps_a_row_out_of_the_stale_rule(b: &Backend) {
         "resp_unknown",
     ]
     .map(String::from);
-    s.heartbeat("i2", &ids, 1_000).await.unwrap();
-    s.heartbeat("i2", &[], 2_000).await.unwrap();
+    // The rows that say the run is no longer i2's to run (another instance's, one that ended:
+    // cancelled elsewhere, or failed by recovery) come back; a row that does not exist does not.
+    let mut stopped = s.heartbeat("i2", &ids, 1_000).await.unwrap();
+    stopped.sort();
+    assert_eq!(stopped, ["resp_elsewhere", "resp_finished"]);
+    assert!(s.heartbeat("i2", &[], 2_000).await.unwrap().is_empty());
 
     let updated = |id: &'static str| async move {
         s.get_response("ada", id).await.unwrap().unwrap().updated_at

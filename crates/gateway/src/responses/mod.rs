@@ -228,7 +228,9 @@ pub(crate) fn list_page(mut items: Vec<Value>, query: &ListQuery) -> Value {
 }
 
 /// `POST /v1/responses/{id}/cancel`: a background response running on this instance is
-/// cancelled (its final state is stored as `cancelled`); one that has ended is returned as it is.
+/// cancelled (its final state is stored as `cancelled`); one running on another instance is
+/// marked cancelled in the store, and that instance stops it at its next heartbeat; one that has
+/// ended is returned as it is.
 pub(crate) async fn cancel(
     State(state): State<Arc<AppState>>,
     Extension(User(owner)): Extension<User>,
@@ -255,6 +257,21 @@ pub(crate) async fn cancel(
         let mut body = record.body;
         body["status"] = json!("cancelled");
         return json_response(StatusCode::OK, &body);
+    }
+    if record.status == "in_progress" || record.status == "queued" {
+        // Running on another instance: the stored row says cancelled, and that instance's next
+        // heartbeat (at most `HEARTBEAT` later) stops the run, which then stores its end.
+        let mut record = record;
+        record.status = "cancelled".into();
+        record.body["status"] = json!("cancelled");
+        let Ok(store) = state.responses.store().await else {
+            return ApiError::internal().into_response();
+        };
+        if let Err(e) = store.put_response(record.clone()).await {
+            tracing::error!(error = %e, "responses: storing a cancellation failed");
+            return ApiError::internal().into_response();
+        }
+        return json_response(StatusCode::OK, &record.body);
     }
     json_response(StatusCode::OK, &record.body)
 }

@@ -28,7 +28,7 @@ pub struct ResponsesConfig {
     pub max_concurrent_per_user: usize,
     /// This instance's name in the store: a response left `in_progress` under it is marked
     /// `failed` when an instance of this name starts (a crash, a kill). Default: the host name
-    /// and the listen port.
+    /// and the listen port (with port 0, a name unique to this start).
     pub instance: Option<String>,
 }
 
@@ -67,7 +67,9 @@ impl Default for StateConfig {
 
 /// How often a running response's row is touched, and after how long without a touch another
 /// instance takes it for dead.
-pub(crate) const HEARTBEAT: Duration = Duration::from_secs(15);
+pub(crate) const HEARTBEAT: Duration = Duration::from_secs(5);
+/// Stale runs and expired objects are looked for every this many heartbeats (30 s).
+const UPKEEP_EVERY: u64 = 6;
 const STALE_AFTER_SECS: i64 = 90;
 
 /// The message a response left running by a dead instance ends with.
@@ -91,7 +93,14 @@ impl Service {
                 .map(|h| h.trim().to_owned())
                 .filter(|h| !h.is_empty())
                 .unwrap_or_else(|| "localhost".into());
-            format!("{host}:{port}")
+            if port == 0 {
+                // A port chosen at bind time differs at every start, so no restart could find
+                // its runs by this name anyway; a unique name keeps two such instances on one
+                // host from taking each other's running responses for their own.
+                format!("{host}:0:{}", toolbridge_state::new_id("i"))
+            } else {
+                format!("{host}:{port}")
+            }
         });
         Service {
             config,
@@ -163,8 +172,9 @@ impl Service {
         Ok(())
     }
 
-    /// The heartbeat of the running responses; every fourth tick, the stale ones of other
-    /// instances and the expired objects.
+    /// The heartbeat of the running responses (stopping those the store says were stopped
+    /// elsewhere); every [`UPKEEP_EVERY`] ticks, the stale ones of other instances and the
+    /// expired objects.
     async fn upkeep(&self, n: u64) {
         let Some(store) = self.store.get() else {
             return;
@@ -176,11 +186,19 @@ impl Service {
             .map(|r| r.keys().cloned().collect())
             .unwrap_or_default();
         if !ids.is_empty() {
-            if let Err(e) = store.heartbeat(&self.instance, &ids, now).await {
-                tracing::error!(error = %e, "responses: heartbeat failed");
+            match store.heartbeat(&self.instance, &ids, now).await {
+                // Cancelled by another instance (`/cancel` there), or taken for dead and marked
+                // failed: the run stops here too.
+                Ok(stopped) => {
+                    for id in stopped {
+                        tracing::info!(response = %id, "responses: stopped elsewhere; cancelling the run here");
+                        self.cancel(&id);
+                    }
+                }
+                Err(e) => tracing::error!(error = %e, "responses: heartbeat failed"),
             }
         }
-        if n % 4 == 0 {
+        if n % UPKEEP_EVERY == 0 {
             // An instance name nobody has: only the staleness rule applies.
             if let Err(e) = store.recover("", now - STALE_AFTER_SECS, INTERRUPTED).await {
                 tracing::error!(error = %e, "responses: recovery failed");

@@ -264,12 +264,12 @@ impl Store for PostgresStore {
         instance: &str,
         ids: &[String],
         now: Unix,
-    ) -> BoxFuture<'_, Result<(), StoreError>> {
+    ) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
         let (instance, ids) = (instance.to_owned(), ids.to_vec());
         self.with(move |conn| {
             Box::pin(async move {
                 if ids.is_empty() {
-                    return Ok(());
+                    return Ok(Vec::new());
                 }
                 conn.execute(
                     "UPDATE toolbridge_responses SET updated_at = $1
@@ -278,7 +278,15 @@ impl Store for PostgresStore {
                     &[&now, &ids, &instance],
                 )
                 .await?;
-                Ok(())
+                let rows = conn
+                    .query(
+                        "SELECT id FROM toolbridge_responses
+                         WHERE id = ANY($1)
+                           AND NOT (instance = $2 AND status IN ('queued', 'in_progress'))",
+                        &[&ids, &instance],
+                    )
+                    .await?;
+                Ok(rows.iter().map(|r| r.get::<_, String>(0)).collect())
             })
         })
     }
