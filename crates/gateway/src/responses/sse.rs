@@ -14,23 +14,25 @@ use tokio::sync::mpsc;
 use super::run::{self, Prepared};
 use crate::state::AppState;
 
-/// One frame.
-pub(crate) fn frame(kind: &str, fields: Value, sequence: u64) -> Bytes {
+/// Appends one frame (`event: TYPE`, `data: {…}`) to `out`.
+fn write_frame(out: &mut Vec<u8>, kind: &str, fields: Value, sequence: u64) {
     let mut event = Map::new();
     event.insert("type".into(), Value::String(kind.to_owned()));
     if let Value::Object(map) = fields {
         event.extend(map);
     }
     event.insert("sequence_number".into(), Value::from(sequence));
-    let data = Value::Object(event).to_string();
-    let mut out = String::with_capacity(data.len() + kind.len() + 16);
-    out.push_str("event: ");
-    out.push_str(kind);
-    out.push_str("\ndata: ");
-    out.push_str(&data);
-    out.push_str("\n\n");
-    Bytes::from(out)
+    out.extend_from_slice(b"event: ");
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(b"\ndata: ");
+    // Writing a `Value` into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, &Value::Object(event));
+    out.extend_from_slice(b"\n\n");
 }
+
+/// Frames already waiting are sent together, up to about this many bytes: one write (and one
+/// wake-up of the connection) for a burst of events instead of one each.
+const BATCH_BYTES: usize = 32 << 10;
 
 pub(crate) fn respond(state: Arc<AppState>, prepared: Prepared, background: bool) -> Response {
     let (tx, rx) = mpsc::channel(64);
@@ -46,10 +48,22 @@ pub(crate) fn respond(state: Arc<AppState>, prepared: Prepared, background: bool
             u64,
         )| async move {
             match rx.recv().await {
-                Some((kind, fields)) => Some((
-                    Ok::<Bytes, std::convert::Infallible>(frame(kind, fields, sequence)),
-                    (rx, guard, sequence + 1),
-                )),
+                Some((kind, fields)) => {
+                    let mut out = Vec::with_capacity(1024);
+                    write_frame(&mut out, kind, fields, sequence);
+                    let mut sequence = sequence + 1;
+                    while out.len() < BATCH_BYTES {
+                        let Ok((kind, fields)) = rx.try_recv() else {
+                            break;
+                        };
+                        write_frame(&mut out, kind, fields, sequence);
+                        sequence += 1;
+                    }
+                    Some((
+                        Ok::<Bytes, std::convert::Infallible>(Bytes::from(out)),
+                        (rx, guard, sequence),
+                    ))
+                }
                 None => {
                     // The run ended (its sender is gone): nothing is left to cancel.
                     guard.disarm();
