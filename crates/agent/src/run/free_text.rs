@@ -1,7 +1,7 @@
 //! The tool-free finalization round's text, parsed as it streams (its request was sent without
 //! tools, so call markup in it is not a call).
 
-use toolbridge_protocol::parser::ParserConfig;
+use toolbridge_protocol::parser::{Dialect, ParserConfig};
 use toolbridge_protocol::visible::ToolFreeText;
 use toolbridge_providers::ModelEvent;
 
@@ -15,8 +15,13 @@ impl FreeText {
         self.0.is_some()
     }
 
-    pub(super) fn start() -> Self {
-        FreeText(Some(ToolFreeText::new(ParserConfig::default())))
+    /// Starts parsing in `dialect`: the arm's own call format, which a model that still calls
+    /// a tool in this round writes its call in.
+    pub(super) fn start(dialect: Dialect) -> Self {
+        FreeText(Some(ToolFreeText::new(ParserConfig {
+            dialect,
+            ..ParserConfig::default()
+        })))
     }
 
     pub(super) fn push(&mut self, delta: &str) -> Vec<ModelEvent> {

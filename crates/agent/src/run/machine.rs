@@ -175,6 +175,10 @@ pub struct RunMachine {
     cut: bool,
     #[serde(default)]
     options: RequestOptions,
+    /// The call format of the arm that answered the last round: the finalization round (sent
+    /// without tools, before it is known which arm answers) reads its text in it.
+    #[serde(default)]
+    last_dialect: toolbridge_protocol::parser::Dialect,
     /// The tool choice of the next model request only (a front door's `tool_choice` applies to
     /// the first request it causes: forcing every round would loop until the budget ran out).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -229,6 +233,7 @@ impl RunMachine {
             cut: false,
             options: RequestOptions::default(),
             next_tool_choice: None,
+            last_dialect: Default::default(),
             events: VecDeque::new(),
             response: ModelResponse::default(),
             shown: VisiblePrefix::default(),
@@ -348,6 +353,7 @@ impl RunMachine {
     ) {
         let format = format.into();
         self.tick(now);
+        self.last_dialect = format.dialect;
         let (Phase::AwaitModel { finalization }, true) = (&self.phase, self.out) else {
             return;
         };
@@ -529,7 +535,7 @@ impl RunMachine {
             // A response starts: nothing of it was shown yet.
             self.shown = VisiblePrefix::default();
             self.free = if finalization.is_some() {
-                FreeText::start()
+                FreeText::start(self.last_dialect)
             } else {
                 FreeText::default()
             };
