@@ -179,3 +179,57 @@ fn chat_keeps_the_conversation_and_answers_commands() {
         "the second turn carries the first: {second}"
     );
 }
+
+/// The README's first command, exactly as written (after `cargo run --release -p toolbridge-cli
+/// --`), on the real default model (TOOLBRIDGE_EMBEDDED_MODEL, which scripts/test.sh fetches, is
+/// put where `toolbridge model pull` would have put it): the model loads the demo skill through
+/// its forced call and answers from it — the city, its sights and its tip (decoding is greedy,
+/// so this is the answer every run gives).
+#[test]
+fn the_readme_first_command_loads_the_skill_and_answers_from_it() {
+    let Some(gguf) = std::env::var_os("TOOLBRIDGE_EMBEDDED_MODEL").filter(|p| !p.is_empty()) else {
+        panic!("TOOLBRIDGE_EMBEDDED_MODEL is not set: run the tests through scripts/test.sh");
+    };
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let first = readme
+        .lines()
+        .find(|l| l.starts_with("cargo run "))
+        .expect("the README starts with a `cargo run` command");
+    let args = first
+        .strip_prefix("cargo run --release -p toolbridge-cli -- ")
+        .unwrap_or_else(|| panic!("unexpected first command: {first}"));
+    // The command's words: flags, then the quoted prompt.
+    let (flags, prompt) = args.split_once(" \"").expect("a quoted prompt");
+    let prompt = prompt
+        .strip_suffix('"')
+        .expect("the prompt ends the command");
+    let mut argv: Vec<&str> = flags.split_whitespace().collect();
+    argv.push(prompt);
+
+    let d = common::temp_dir("readme", "first");
+    let models = d.join(".cache/toolbridge/models");
+    std::fs::create_dir_all(&models).unwrap();
+    std::os::unix::fs::symlink(&gguf, models.join("SmolLM2-135M-Instruct.Q4_1.gguf")).unwrap();
+    // The skill folder the README names, relative to the repository.
+    let out = Command::new(env!("CARGO_BIN_EXE_toolbridge"))
+        .args(&argv)
+        .current_dir(repo())
+        .env("HOME", &d)
+        .env("XDG_DATA_HOME", d.join("data"))
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+        .unwrap();
+    let (code, stdout, stderr) = exit_and_text(out);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("use_skill {\"name\": \"trip-planner\"}"),
+        "the skill is loaded by a tool call: {stderr}"
+    );
+    for fact in ["Paris", "Louvre", "Montmartre", "Navigo"] {
+        assert!(
+            stdout.contains(fact),
+            "the answer quotes the skill ({fact}): {stdout}"
+        );
+    }
+}
