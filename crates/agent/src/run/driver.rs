@@ -17,7 +17,8 @@ use crate::skills::LoadedSkills;
 use crate::tool::ToolContext;
 use crate::toolbox::CallResult;
 
-use super::machine::{Action, RunMachine, ToolJobs};
+use super::io::{Action, ToolJobs};
+use super::machine::RunMachine;
 use super::state::RunState;
 
 /// Which pending calls stop the driver: the run pauses before a round that has one (a client

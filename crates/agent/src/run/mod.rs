@@ -1,10 +1,12 @@
-//! A run of the tool loop: the sans-IO [`machine`], the async [`driver`] that does its I/O, and what a run leaves ([`state`]).
+//! A run of the tool loop: the sans-IO [`machine`] (its inputs and outputs in `io`), the async [`driver`] that does its I/O, and what a run leaves ([`state`]).
 
 pub(crate) mod driver;
 mod free_text;
+mod io;
 pub mod machine;
 pub mod state;
 
 pub use driver::PauseWhen;
-pub use machine::{Action, Limits, RequestOptions, RunMachine, ToolJobs};
+pub use io::{Action, Limits, RequestOptions, ToolJobs};
+pub use machine::RunMachine;
 pub use state::RunState;
