@@ -459,6 +459,17 @@ impl Upstream for EmbeddedUpstream {
         true
     }
 
+    fn count_tokens(&self, request: &ChatRequest) -> Option<u64> {
+        let (prompt, _) = self.render(request);
+        match self.engine.tokenizer().encode(&prompt) {
+            Ok(tokens) => u64::try_from(tokens.len()).ok(),
+            Err(e) => {
+                tracing::warn!(error = %e, "embedded: the prompt could not be tokenized for a count");
+                None
+            }
+        }
+    }
+
     fn send(&self, request: ChatRequest) -> WireStream {
         let this = self.clone();
         let (tx, rx) = mpsc::channel::<Result<WireEvent, ProviderError>>(64);

@@ -11,7 +11,7 @@ use toolbridge_embedded::engine::{shared, EngineOptions};
 use toolbridge_embedded::{EmbeddedConfig, EmbeddedUpstream};
 use toolbridge_protocol::mode::ToolMode;
 use toolbridge_protocol::types::{ChatRequest, Content, Message, ToolChoice, ToolSpec};
-use toolbridge_providers::Model;
+use toolbridge_providers::{Model, Upstream};
 
 /// Both tests load the same file, so they share one engine (`shared`) and its KV cache: the first
 /// test's cache assertions hold only if the other test is not generating at the same time.
@@ -61,7 +61,7 @@ async fn the_real_model_calls_a_tool_and_answers() {
         Arc::clone(&engine),
         EmbeddedConfig::default(),
     ));
-    let model = Model::single(up, ToolMode::Auto);
+    let model = Model::single(up.clone(), ToolMode::Auto);
     let mut request = ChatRequest {
         messages: vec![Message::user("What is the weather in Paris?")],
         tools: vec![weather()],
@@ -86,12 +86,16 @@ async fn the_real_model_calls_a_tool_and_answers() {
     });
     request.max_tokens = Some(60);
     let before = engine.cached_tokens();
+    // The exact count (`count_tokens`, behind the Messages API's count endpoint) is what the
+    // answer's usage reports.
+    let counted = up.count_tokens(&request).unwrap();
     let answer = model.complete(request).await.unwrap();
     assert!(answer.calls.is_empty(), "{answer:?}");
     assert!(!answer.text.trim().is_empty());
     assert!(before > 100, "the first round's prompt stays cached");
     let usage = answer.usage.unwrap();
     assert!(usage.prompt_tokens as usize > before);
+    assert_eq!(counted, usage.prompt_tokens);
 }
 
 /// Forced calls on a sample of real-world function schemas (every 10th of the BFCL v4 corpus in

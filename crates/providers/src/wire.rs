@@ -52,4 +52,11 @@ pub trait Upstream: Send + Sync + 'static {
     /// and ends after `Finish`; errors are `Err` items (the stream ends after one). Nothing happens
     /// until the stream is polled, and dropping it cancels the request.
     fn send(&self, request: ChatRequest) -> WireStream;
+
+    /// The input tokens of a request encoded for the arm's tool mode, exactly, when this
+    /// upstream can count them itself (a local model's own template and tokenizer); `None`
+    /// otherwise (callers estimate).
+    fn count_tokens(&self, _request: &ChatRequest) -> Option<u64> {
+        None
+    }
 }

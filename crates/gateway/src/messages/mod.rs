@@ -96,8 +96,9 @@ pub(crate) async fn create(State(state): State<Arc<AppState>>, request: Request)
     response
 }
 
-/// `POST /v1/messages/count_tokens`: an estimate of the request's input tokens, about four bytes
-/// of the request as the model's first arm would send it (tool prompt included) per token.
+/// `POST /v1/messages/count_tokens`: the request's input tokens as the model's first arm would
+/// send it (tool prompt included) — exact for the embedded model (its own template and
+/// tokenizer), else an estimate of about four bytes per token.
 pub(crate) async fn count_tokens(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     if let Err(e) = browser::check_json_body(&parts.headers) {
@@ -127,9 +128,13 @@ pub(crate) async fn count_tokens(State(state): State<Arc<AppState>>, request: Re
         return unknown_model(&state, &client.request.model);
     };
     let encoded = encode(&client.request, arm.resolved_mode(), &arm.encode_options());
-    let bytes = serde_json::to_vec(&encoded.messages).map_or(0, |b| b.len())
-        + serde_json::to_vec(&encoded.tools).map_or(0, |b| b.len());
-    let tokens = bytes.div_ceil(4);
+    // Exact where the upstream counts itself (the embedded model: its template and tokenizer),
+    // else about four bytes of the request as sent per token.
+    let tokens = arm.upstream.count_tokens(&encoded).unwrap_or_else(|| {
+        let bytes = serde_json::to_vec(&encoded.messages).map_or(0, |b| b.len())
+            + serde_json::to_vec(&encoded.tools).map_or(0, |b| b.len());
+        bytes.div_ceil(4) as u64
+    });
     let mut response = format!(r#"{{"input_tokens":{tokens}}}"#).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
