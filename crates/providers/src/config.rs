@@ -68,6 +68,11 @@ pub struct ArmConfig {
     pub dialect: Option<DialectSetting>,
     /// The reply begins inside reasoning (the chat template wrote `<think>`), for text-mode arms.
     pub reasoning_open: Option<bool>,
+    /// How an Anthropic client's `thinking` setting reaches an OpenAI-compatible upstream:
+    /// `drop` (default: not sent), `reasoning_effort` (OpenAI's `low`/`medium`/`high` from the
+    /// budget) or `enable_thinking` (`chat_template_kwargs.enable_thinking`, as vLLM and SGLang
+    /// take it for Qwen3 and similar templates).
+    pub client_thinking: Option<crate::openai::ClientThinking>,
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
     /// Stream from the upstream (default true).
@@ -104,6 +109,7 @@ pub const ARM_KEYS: &[&str] = &[
     "tag",
     "dialect",
     "reasoning_open",
+    "client_thinking",
     "headers",
     "stream",
     "connect_timeout_secs",
@@ -153,6 +159,7 @@ impl ArmConfig {
             ("tag", self.tag.is_some()),
             ("dialect", self.dialect.is_some()),
             ("reasoning_open", self.reasoning_open.is_some()),
+            ("client_thinking", self.client_thinking.is_some()),
             ("headers", !self.headers.is_empty()),
             ("stream", self.stream.is_some()),
             ("connect_timeout_secs", self.connect_timeout_secs.is_some()),
@@ -433,6 +440,7 @@ pub fn build_arm(arm: &ArmConfig, env: &dyn Env) -> Result<Arm, ProviderError> {
             c.stream = arm.stream.unwrap_or(true);
             c.native_tools = preset.native_tools;
             c.max_response_bytes = max_response_bytes;
+            c.client_thinking = arm.client_thinking.unwrap_or_default();
             Arc::new(OpenAiClient::new(c)?)
         }
         Api::Anthropic => {
@@ -618,6 +626,7 @@ mod tests {
                 "stream" => serde_json::json!(true),
                 "tool_mode" | "dialect" => serde_json::json!("auto"),
                 "reasoning_open" => serde_json::json!(true),
+                "client_thinking" => serde_json::json!("enable_thinking"),
                 k if k.ends_with("_secs") || k.starts_with("max_") => serde_json::json!(1),
                 _ => serde_json::json!("x"),
             };

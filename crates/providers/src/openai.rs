@@ -37,6 +37,56 @@ pub struct OpenAiConfig {
     pub max_completion_tokens: bool,
     /// The cap on a response: a whole non-streamed body, or what a stream delivers.
     pub max_response_bytes: usize,
+    /// What an Anthropic client's `thinking` becomes (see [`ClientThinking`]).
+    pub client_thinking: ClientThinking,
+}
+
+/// How an Anthropic client's `thinking` (`{"type": "enabled", "budget_tokens": N}` or
+/// `{"type": "disabled"}`, carried in [`crate::anthropic::CLIENT_THINKING_FIELD`]) reaches an
+/// OpenAI-compatible upstream. There is no common field: OpenAI's `reasoning_effort` is refused by
+/// models without reasoning, and Claude Code sends `thinking` on every request — so nothing is
+/// sent unless the arm says which form its server takes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientThinking {
+    /// Not sent.
+    #[default]
+    Drop,
+    /// `reasoning_effort`: `low` below 4096 budget tokens, `medium` below 16384 (or without a
+    /// budget), else `high`; nothing when thinking is disabled.
+    ReasoningEffort,
+    /// `chat_template_kwargs.enable_thinking`: true when enabled, false when disabled.
+    EnableThinking,
+}
+
+impl ClientThinking {
+    /// Writes the client's `thinking` into `body` in this form.
+    fn apply(self, thinking: &Value, body: &mut serde_json::Map<String, Value>) {
+        // `enabled`, `adaptive` and any newer kind think; only `disabled` does not.
+        let enabled = thinking.get("type").and_then(Value::as_str) != Some("disabled");
+        match self {
+            ClientThinking::Drop => {}
+            ClientThinking::ReasoningEffort => {
+                if enabled {
+                    let effort = match thinking.get("budget_tokens").and_then(Value::as_u64) {
+                        Some(0..4096) => "low",
+                        // No budget (`adaptive`): the middle.
+                        None | Some(4096..16384) => "medium",
+                        Some(_) => "high",
+                    };
+                    body.insert("reasoning_effort".into(), effort.into());
+                }
+            }
+            ClientThinking::EnableThinking => {
+                let kwargs = body
+                    .entry("chat_template_kwargs")
+                    .or_insert_with(|| Value::Object(serde_json::Map::new()));
+                if let Value::Object(kwargs) = kwargs {
+                    kwargs.insert("enable_thinking".into(), enabled.into());
+                }
+            }
+        }
+    }
 }
 
 impl OpenAiConfig {
@@ -51,6 +101,7 @@ impl OpenAiConfig {
             name: format!("openai:{model}"),
             max_completion_tokens: host == "api.openai.com" || host.ends_with(".openai.azure.com"),
             max_response_bytes: http::DEFAULT_MAX_RESPONSE_BYTES,
+            client_thinking: ClientThinking::default(),
             base_url,
             model,
             api_key: None,
@@ -118,8 +169,10 @@ fn request_body(request: &ChatRequest, config: &OpenAiConfig) -> Result<Value, P
         ));
     };
     map.insert("model".into(), Value::String(config.model.clone()));
-    // An Anthropic client's `thinking`: no OpenAI-compatible counterpart (see the constant).
-    map.remove(crate::anthropic::CLIENT_THINKING_FIELD);
+    // An Anthropic client's `thinking`: in the form the arm names, or not at all.
+    if let Some(thinking) = map.remove(crate::anthropic::CLIENT_THINKING_FIELD) {
+        config.client_thinking.apply(&thinking, map);
+    }
     if let Some(Value::Array(messages)) = map.get_mut("messages") {
         for m in messages {
             if let Value::Object(m) = m {
@@ -474,6 +527,48 @@ mod tests {
         let body = request_body(&req, &config).unwrap();
         assert!(body.get(crate::anthropic::CLIENT_THINKING_FIELD).is_none());
         assert!(body.get("thinking").is_none());
+    }
+
+    #[test]
+    fn an_anthropic_clients_thinking_takes_the_form_the_arm_names() {
+        let body_for = |form: ClientThinking, thinking: serde_json::Value| {
+            let mut config = OpenAiConfig::new("http://x/v1", "real-model");
+            config.client_thinking = form;
+            let mut req: ChatRequest = serde_json::from_str(
+                r#"{"model":"m","messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"k":1}}"#,
+            )
+            .unwrap();
+            req.extra
+                .insert(crate::anthropic::CLIENT_THINKING_FIELD.into(), thinking);
+            let body = request_body(&req, &config).unwrap();
+            assert!(body.get(crate::anthropic::CLIENT_THINKING_FIELD).is_none());
+            assert!(body.get("thinking").is_none());
+            body
+        };
+        let enabled = |budget: u64| serde_json::json!({"type": "enabled", "budget_tokens": budget});
+        let disabled = serde_json::json!({"type": "disabled"});
+        for (budget, effort) in [(1024, "low"), (4096, "medium"), (16384, "high")] {
+            let body = body_for(ClientThinking::ReasoningEffort, enabled(budget));
+            assert_eq!(body["reasoning_effort"], effort, "{budget}");
+        }
+        let body = body_for(
+            ClientThinking::ReasoningEffort,
+            serde_json::json!({"type": "adaptive"}),
+        );
+        assert_eq!(body["reasoning_effort"], "medium");
+        let body = body_for(ClientThinking::ReasoningEffort, disabled.clone());
+        assert!(body.get("reasoning_effort").is_none(), "{body}");
+        // The template flag joins the request's own template arguments.
+        let body = body_for(ClientThinking::EnableThinking, enabled(2048));
+        assert_eq!(
+            body["chat_template_kwargs"],
+            serde_json::json!({"k": 1, "enable_thinking": true})
+        );
+        let body = body_for(ClientThinking::EnableThinking, disabled);
+        assert_eq!(body["chat_template_kwargs"]["enable_thinking"], false);
+        let body = body_for(ClientThinking::Drop, enabled(2048));
+        assert!(body.get("reasoning_effort").is_none());
+        assert_eq!(body["chat_template_kwargs"], serde_json::json!({"k": 1}));
     }
 
     #[test]

@@ -303,10 +303,9 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<MessagesRequest, Ap
         extra.insert("top_k".into(), top_k);
     }
     if let Some(thinking) = wire.thinking {
-        // `{"type": "disabled"}` asks for what every upstream does without the field.
-        if thinking.get("type").and_then(Value::as_str) != Some("disabled") {
-            extra.insert(CLIENT_THINKING_FIELD.into(), thinking);
-        }
+        // `disabled` too: a template that thinks by default (Qwen3's) is told not to, by an arm
+        // whose `client_thinking` is `enable_thinking`.
+        extra.insert(CLIENT_THINKING_FIELD.into(), thinking);
     }
     let user_id = wire.metadata.and_then(|m| m.user_id);
     if let Some(user) = &user_id {
