@@ -7,18 +7,13 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use toolbridge_gateway::{Gateway, RunningGateway};
-use toolbridge_providers::config::ModelConfig;
-use toolbridge_providers::ProviderRegistry;
-use toolbridge_runtime::{Config, Overrides, Runtime};
+use toolbridge_gateway::RunningGateway;
+use toolbridge_runtime::Config;
 use toolbridge_testkit::{Reply, TestUpstream};
 
-use common::{arm, http, server_config};
+use common::{http, model_entry, runtime_gateway, server_config};
 
 /// A PNG's signature and header chunk: enough for the type sniffing.
 const PNG: &[u8] =
@@ -58,27 +53,14 @@ async fn gateway(up: &TestUpstream, port: u16, fetch_image_urls: bool) -> Runnin
         "[fetch]\nallow = [\"127.0.0.1\"]\nallowed_ports = [{port}]\n"
     ))
     .unwrap();
-    let mut model = arm(up, "native");
-    model["name"] = json!("m");
-    let model: ModelConfig = serde_json::from_value(model).unwrap();
     let config = Config {
-        models: vec![model],
+        models: vec![model_entry("m", up, "native")],
         tools,
         ..Config::default()
     };
-    let runtime = Arc::new(Runtime::new(
-        config,
-        ProviderRegistry::new(),
-        Overrides::default(),
-    ));
-    let served = runtime.served_models().unwrap();
     let mut server = server_config();
     server.fetch_image_urls = fetch_image_urls;
-    Gateway::from_runtime(server, runtime, served, &BTreeMap::new())
-        .unwrap()
-        .spawn()
-        .await
-        .unwrap()
+    runtime_gateway(config, server).await
 }
 
 fn image_request(url: &str) -> Value {

@@ -17,28 +17,22 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use axum::extract::Query;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde_json::{json, Value};
-use toolbridge_gateway::{Gateway, RunningGateway};
-use toolbridge_providers::config::ModelConfig;
-use toolbridge_providers::ProviderRegistry;
-use toolbridge_runtime::{Config, Overrides, Runtime};
+use toolbridge_gateway::RunningGateway;
+use toolbridge_runtime::Config;
 use toolbridge_testkit::{Behavior, Reply, TestUpstream};
 
-use common::{anthropic_events, arm, http, server_config, single, start};
+use common::{
+    anthropic_events, http, model_entry, runtime_gateway, sandbox_python, server_config, single,
+    start,
+};
 
 const CODE_TOOL: &str = "code_execution_20250825";
 const PAGE_TEXT: &str = "Sea otters hold hands while they sleep so that they do not drift apart.";
-
-fn sandbox_python() -> String {
-    std::env::var("TOOLBRIDGE_SANDBOX_PYTHON").unwrap_or_else(|_| {
-        panic!("TOOLBRIDGE_SANDBOX_PYTHON is not set: run the suite with `bash scripts/test.sh`, which makes the sandbox's Python")
-    })
-}
 
 struct Setup {
     gw: RunningGateway,
@@ -111,27 +105,14 @@ async fn setup(up: &TestUpstream, enabled: &[&str]) -> Setup {
         page.port(),
     ))
     .unwrap();
-    let mut model = arm(up, "native");
-    model["name"] = json!("m");
-    let model: ModelConfig = serde_json::from_value(model).unwrap();
     let config = Config {
-        models: vec![model],
+        models: vec![model_entry("m", up, "native")],
         tools,
         ..Config::default()
     };
-    let runtime = Arc::new(Runtime::new(
-        config,
-        ProviderRegistry::new(),
-        Overrides::default(),
-    ));
-    let served = runtime.served_models().unwrap();
     let mut server = server_config();
     server.state.path = Some(dir.join("state.sqlite3"));
-    let gw = Gateway::from_runtime(server, runtime, served, &BTreeMap::new())
-        .unwrap()
-        .spawn()
-        .await
-        .unwrap();
+    let gw = runtime_gateway(config, server).await;
     Setup {
         gw,
         page: format!("http://{page}/otters"),

@@ -16,17 +16,14 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::{json, Value};
 use toolbridge_gateway::{Gateway, RunningGateway};
-use toolbridge_providers::config::ModelConfig;
-use toolbridge_providers::ProviderRegistry;
-use toolbridge_runtime::{Config, Overrides, Runtime};
+use toolbridge_runtime::Config;
 use toolbridge_testkit::{Behavior, Recorded, Reply, TestUpstream};
 
-use common::{arm, server_config, single, KEYS_VAR};
+use common::{server_config, single, KEYS_VAR};
 
 const KEY: &str = "sk-responses-clients-test-key";
 const MODEL: &str = "m";
@@ -103,27 +100,16 @@ async fn runtime_gateway(up: &TestUpstream, dir: &Dir) -> RunningGateway {
         workspaces.display().to_string(),
     ))
     .unwrap();
-    let mut model = arm(up, "native");
-    model["name"] = json!(MODEL);
-    let model: ModelConfig = serde_json::from_value(model).unwrap();
     let config = Config {
-        models: vec![model],
+        models: vec![common::model_entry(MODEL, up, "native")],
         tools,
         ..Config::default()
     };
-    let runtime = Arc::new(Runtime::new(
-        config,
-        ProviderRegistry::new(),
-        Overrides::default(),
-    ));
-    let served = runtime.served_models().unwrap();
     let mut server = server_config();
     server.state.path = Some(dir.path().join("state.sqlite3"));
-    Gateway::from_runtime(server, runtime, served, &keys())
-        .unwrap()
-        .spawn()
+    common::runtime_gateway_with(config, server, &keys())
         .await
-        .unwrap()
+        .0
 }
 
 /// Runs `program args… BASE_URL m` once with the test key; panics with its output unless it

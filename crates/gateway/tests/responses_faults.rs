@@ -11,7 +11,6 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -20,26 +19,18 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use toolbridge_gateway::{Gateway, ResponsesConfig, RunningGateway, ServerConfig};
 use toolbridge_protocol::texts;
-use toolbridge_providers::config::ModelConfig;
-use toolbridge_providers::{Model, ProviderRegistry};
-use toolbridge_runtime::{AgentSection, Config, Overrides, Runtime};
+use toolbridge_providers::Model;
+use toolbridge_runtime::{AgentSection, Config};
 use toolbridge_testkit::{Behavior, Reply, TestUpstream};
 
 use common::responses::{create, events, get, post, wait_for_status, weather};
-use common::{arm, http, model, server_config, single, KEYS_VAR};
+use common::{
+    http, model, model_entry, runtime_gateway, sandbox_python, server_config, single, KEYS_VAR,
+};
 
 /// How long a test waits for something that should happen at once (a bound, not a timing
 /// claim: a slow machine only makes it wait longer).
 const PATIENCE: Duration = Duration::from_secs(20);
-
-fn sandbox_python() -> String {
-    std::env::var("TOOLBRIDGE_SANDBOX_PYTHON").unwrap_or_else(|_| {
-        panic!(
-            "TOOLBRIDGE_SANDBOX_PYTHON is not set: run the suite with `bash scripts/test.sh`, which \
-             runs `toolbridge sandbox setup` once and sets it"
-        )
-    })
-}
 
 /// A server configuration with its state in `dir`.
 fn config_in(dir: &tempfile::TempDir) -> ServerConfig {
@@ -55,9 +46,7 @@ async fn hosted_gateway(
     dir: &tempfile::TempDir,
     tool_timeout: u64,
 ) -> RunningGateway {
-    let mut entry = arm(up, "native");
-    entry["name"] = json!("m");
-    let model: ModelConfig = serde_json::from_value(entry).unwrap();
+    let model = model_entry("m", up, "native");
     let tools = serde_json::from_value(json!({
         "enabled": ["python_execute"],
         "sandbox": {"python": sandbox_python()},
@@ -73,18 +62,7 @@ async fn hosted_gateway(
         tools,
         ..Config::default()
     };
-    let root = Arc::new(Runtime::new(
-        config,
-        ProviderRegistry::new(),
-        Overrides::default(),
-    ));
-    let served = root.served_models().unwrap();
-    let env = BTreeMap::new();
-    Gateway::from_runtime(config_in(dir), root, served, &env)
-        .unwrap()
-        .spawn()
-        .await
-        .unwrap()
+    runtime_gateway(config, config_in(dir)).await
 }
 
 /// A gateway of models only, with keys and `[server.responses]` as given.

@@ -11,23 +11,12 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
 use serde_json::{json, Value};
-use toolbridge_gateway::{Gateway, RunningGateway};
-use toolbridge_providers::config::ModelConfig;
-use toolbridge_providers::ProviderRegistry;
-use toolbridge_runtime::{Config, Overrides, Runtime};
+use toolbridge_gateway::RunningGateway;
+use toolbridge_runtime::Config;
 use toolbridge_testkit::{Behavior, Reply, TestUpstream};
 
-use common::{arm, http, server_config};
-
-fn sandbox_python() -> String {
-    std::env::var("TOOLBRIDGE_SANDBOX_PYTHON").unwrap_or_else(|_| {
-        panic!("TOOLBRIDGE_SANDBOX_PYTHON is not set: run the suite with `bash scripts/test.sh`, which makes the sandbox's Python")
-    })
-}
+use common::{http, model_entry, runtime_gateway, sandbox_python, server_config};
 
 struct Setup {
     gw: RunningGateway,
@@ -61,28 +50,15 @@ async fn setup_with(up: &TestUpstream, agents: Vec<toolbridge_gateway::AgentMode
         dir.join("ws").display().to_string(),
     ))
     .unwrap();
-    let mut model = arm(up, "native");
-    model["name"] = json!("m");
-    let model: ModelConfig = serde_json::from_value(model).unwrap();
     let config = Config {
-        models: vec![model],
+        models: vec![model_entry("m", up, "native")],
         tools,
         ..Config::default()
     };
-    let runtime = Arc::new(Runtime::new(
-        config,
-        ProviderRegistry::new(),
-        Overrides::default(),
-    ));
-    let served = runtime.served_models().unwrap();
     let mut server = server_config();
     server.state.path = Some(dir.join("state.sqlite3"));
     server.agents = agents;
-    let gw = Gateway::from_runtime(server, runtime, served, &BTreeMap::new())
-        .unwrap()
-        .spawn()
-        .await
-        .unwrap();
+    let gw = runtime_gateway(config, server).await;
     Setup { gw, _dir: Dir(dir) }
 }
 

@@ -230,3 +230,49 @@ pub async fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     }
     f()
 }
+
+/// The sandbox's Python with the document libraries (`scripts/test.sh` makes it and sets
+/// TOOLBRIDGE_SANDBOX_PYTHON).
+pub fn sandbox_python() -> String {
+    std::env::var("TOOLBRIDGE_SANDBOX_PYTHON").unwrap_or_else(|_| {
+        panic!("TOOLBRIDGE_SANDBOX_PYTHON is not set: run the suite with `bash scripts/test.sh`, which makes the sandbox's Python")
+    })
+}
+
+/// `[[models]]` entry `name` over `up` in `mode`, as a composition root reads it.
+pub fn model_entry(name: &str, up: &TestUpstream, mode: &str) -> ModelConfig {
+    let mut entry = arm(up, mode);
+    entry["name"] = json!(name);
+    serde_json::from_value(entry).unwrap()
+}
+
+/// A gateway made from a composition root of `config`, serving with `server` and `env` (the
+/// keys variable, say); the root is returned too.
+pub async fn runtime_gateway_with(
+    config: toolbridge_runtime::Config,
+    server: ServerConfig,
+    env: &BTreeMap<String, String>,
+) -> (RunningGateway, std::sync::Arc<toolbridge_runtime::Runtime>) {
+    let runtime = std::sync::Arc::new(toolbridge_runtime::Runtime::new(
+        config,
+        toolbridge_providers::ProviderRegistry::new(),
+        toolbridge_runtime::Overrides::default(),
+    ));
+    let served = runtime.served_models().unwrap();
+    let gw = Gateway::from_runtime(server, std::sync::Arc::clone(&runtime), served, env)
+        .unwrap()
+        .spawn()
+        .await
+        .unwrap();
+    (gw, runtime)
+}
+
+/// [`runtime_gateway_with`] without keys.
+pub async fn runtime_gateway(
+    config: toolbridge_runtime::Config,
+    server: ServerConfig,
+) -> RunningGateway {
+    runtime_gateway_with(config, server, &BTreeMap::new())
+        .await
+        .0
+}
