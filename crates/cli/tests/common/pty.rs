@@ -31,7 +31,10 @@ impl Pty {
     /// added. `after` is a shell command run on the same terminal once toolbridge has exited
     /// (its exit code is kept in the output as `exit=N`).
     pub fn toolbridge(args: &[&str], dir: &Path, env: &[(&str, &str)], after: &str) -> Pty {
-        let mut line = String::from("stty cols 80 rows 24; ");
+        // The shell shares the terminal's foreground group, so Ctrl-C reaches it too; dash (the
+        // `/bin/sh` CI has) then ends itself once toolbridge returns and `exit=N` and `after`
+        // never run. A trap keeps it going; the trap's action is reset in toolbridge on exec.
+        let mut line = String::from("trap : INT; stty cols 80 rows 24; ");
         line.push_str(&quoted(env!("CARGO_BIN_EXE_toolbridge")));
         for arg in args {
             line.push(' ');
@@ -45,6 +48,8 @@ impl Pty {
             .env("HOME", dir)
             .env("XDG_DATA_HOME", dir.join("data"))
             .env("TERM", "xterm-256color")
+            // `script` runs the line with $SHELL: the same shell here as on CI.
+            .env("SHELL", "/bin/sh")
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("NO_COLOR")
             .stdin(Stdio::piped())
