@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use toolbridge_protocol::texts::CallTag;
 use toolbridge_protocol::types::ToolSpec;
 
+use crate::ground::Grounding;
 use crate::schema::{self, Limits};
 
 /// Prose without markup: text that never contains `<` (so no tag can be echoed or opened).
@@ -109,6 +110,7 @@ pub struct ForcedCall {
 pub fn build_forced_call(
     tools: &[&ToolSpec],
     limits: &Limits,
+    grounding: Option<&Grounding>,
     compiles: &dyn Fn(&str) -> Result<(), String>,
 ) -> ForcedCall {
     let mut relaxed = Vec::new();
@@ -116,7 +118,10 @@ pub fn build_forced_call(
         .iter()
         .map(|t| {
             let mut notes = Vec::new();
-            let a = arguments_schema(t, limits, &mut notes);
+            let mut a = arguments_schema(t, limits, &mut notes);
+            if let Some(g) = grounding {
+                g.ground(&mut a, limits.max_string_length);
+            }
             relaxed.extend(notes.into_iter().map(|n| format!("{}: {n}", t.name)));
             a
         })
@@ -278,10 +283,44 @@ mod tests {
     }
 
     #[test]
+    fn a_grounded_call_takes_the_messages_spans_and_numbers_only() {
+        let f = factory();
+        let tool = ToolSpec::new(
+            "get_weather",
+            "",
+            json!({"type": "object", "properties": {
+                "city": {"type": "string"},
+                "days": {"type": "integer"},
+                "code": {"type": "string"}
+            }, "required": ["city", "days"]}),
+        );
+        let g = Grounding::from_message("Weather in New York for 3 days?");
+        let call = build_forced_call(&[&tool], &Limits::default(), Some(&g), &|g| compiles(&f, g));
+        assert!(call.relaxed.is_empty(), "{:?}", call.relaxed);
+        let with = |args: &str| {
+            format!(r#"<tool_call>{{"name": "get_weather", "arguments": {args}}}</tool_call>"#)
+        };
+        for ok in [
+            r#"{"city": "New York", "days": 3}"#,
+            r#"{"city": "York", "days": 3, "code": "print(1)"}"#,
+        ] {
+            assert!(accepts(&f, &call.grammar, &with(ok)), "{ok}");
+        }
+        for bad in [
+            r#"{"city": "Paris", "days": 3}"#,
+            r#"{"city": "", "days": 3}"#,
+            r#"{"city": "New York", "days": 4}"#,
+            r#"{"city": "New York", "code": ""}"#,
+        ] {
+            assert!(!accepts(&f, &call.grammar, &with(bad)), "{bad}");
+        }
+    }
+
+    #[test]
     fn a_forced_call_takes_plain_values_and_refuses_markup_debris_and_invented_keys() {
         let f = factory();
         let tool = weather();
-        let call = build_forced_call(&[&tool], &Limits::default(), &|g| compiles(&f, g));
+        let call = build_forced_call(&[&tool], &Limits::default(), None, &|g| compiles(&f, g));
         assert!(call.relaxed.is_empty(), "{:?}", call.relaxed);
         let g = &call.grammar;
         let ok = r#"<tool_call>{"name": "get_weather", "arguments": {"city": "Paris, France", "extra": {"unit": "C"}}}</tool_call>"#;
@@ -305,7 +344,7 @@ mod tests {
             max_string_length: 4,
             ..Limits::default()
         };
-        let call = build_forced_call(&[&tool], &limits, &|g| compiles(&f, g));
+        let call = build_forced_call(&[&tool], &limits, None, &|g| compiles(&f, g));
         let call_with = |city: &str| {
             format!(
                 r#"<tool_call>{{"name": "get_weather", "arguments": {{"city": "{city}"}}}}</tool_call>"#
@@ -332,7 +371,7 @@ mod tests {
             compiles(&f, &strict).is_err(),
             "the case must really fail to compile"
         );
-        let call = build_forced_call(&[&tool], &Limits::default(), &|g| compiles(&f, g));
+        let call = build_forced_call(&[&tool], &Limits::default(), None, &|g| compiles(&f, g));
         assert!(compiles(&f, &call.grammar).is_ok());
         assert!(
             call.relaxed.iter().any(|r| r.contains("/properties/code")),
@@ -355,7 +394,7 @@ mod tests {
             "",
             json!({"type": "object", "properties": {"level": {"type": "integer", "enum": ["1", "2"]}}, "required": ["level"]}),
         );
-        let call = build_forced_call(&[&tool], &Limits::default(), &|g| compiles(&f, g));
+        let call = build_forced_call(&[&tool], &Limits::default(), None, &|g| compiles(&f, g));
         assert!(
             call.relaxed.iter().any(|r| r.contains("enum values")),
             "{:?}",
@@ -372,7 +411,7 @@ mod tests {
     fn the_reserve_covers_the_tag_and_the_arguments() {
         let f = factory();
         let tool = weather();
-        let call = build_forced_call(&[&tool], &Limits::default(), &|g| compiles(&f, g));
+        let call = build_forced_call(&[&tool], &Limits::default(), None, &|g| compiles(&f, g));
         let args = r#"{"city": "", "extra": {"unit": ""}}"#;
         assert!(
             call.reserve >= args.len() + "}</tool_call>".len(),

@@ -22,6 +22,7 @@ pub mod auto;
 pub mod engine;
 pub mod error;
 pub mod grammar;
+pub mod ground;
 pub mod model;
 pub mod provider;
 pub mod pull;

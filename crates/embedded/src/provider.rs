@@ -35,11 +35,13 @@ pub const SETTINGS_HELP: &str = r#"Settings, in toolbridge.toml (all optional; u
   top_p = 1.0                 # when a request gives none (default 1)
   seed = 0                    # when a request gives none (default 0)
   max_tokens = 512            # when a request gives none (default 512)
-  auto = "route"              # tool_choice auto: route (default), gate, route_use,
-                              # route_channel, route_name, route_name_lexical,
-                              # call_then_answer, free
+  auto = "route"              # tool_choice auto: route (default), relevance, gate,
+                              # route_use, route_channel, route_name,
+                              # route_name_lexical, call_then_answer, free
   weights = "q8_0"            # Q5/k-quant weights converted at load to q8_0 (default) or q4_0; Q4_0/Q4_1/Q8_0 kept
   max_string_length = 200     # the longest string value a forced tool call writes (default 200)
+  ground_arguments = false    # a call made after a user's message takes its required strings and
+                              # numbers from the message, where not free text (default false)
 
 --model embedded[:PATH] (and no configured model at all) uses the defaults.
 TOOLBRIDGE_NO_PULL=1 never downloads the default model."#;
@@ -66,6 +68,9 @@ pub struct EmbeddedSettings {
     pub weights: Option<String>,
     /// The longest string value a forced tool call may write, in characters (default 200).
     pub max_string_length: Option<usize>,
+    /// Whether a call made after a user's message takes its required string and number values
+    /// from the message (default false; see [`crate::ground`]).
+    pub ground_arguments: Option<bool>,
 }
 
 /// The keys of [`EmbeddedSettings`], in the order messages list them.
@@ -78,6 +83,7 @@ pub const SETTING_KEYS: &[&str] = &[
     "auto",
     "weights",
     "max_string_length",
+    "ground_arguments",
 ];
 
 impl EmbeddedSettings {
@@ -238,6 +244,7 @@ pub fn settings(
             Some(n) => n,
             None => defaults.max_string_length,
         },
+        ground_arguments: keys.ground_arguments.unwrap_or(defaults.ground_arguments),
         ..defaults
     };
     let options = EngineOptions {
@@ -373,7 +380,7 @@ mod tests {
             "{err}"
         );
         assert!(
-            err.ends_with("`top_p`, `seed`, `auto`, `weights`, `max_string_length`"),
+            err.ends_with("`auto`, `weights`, `max_string_length`, `ground_arguments`"),
             "{err}"
         );
     }
@@ -384,6 +391,7 @@ mod tests {
             let value = match *key {
                 "path" | "auto" | "weights" => serde_json::json!("x"),
                 "temperature" | "top_p" => serde_json::json!(0.5),
+                "ground_arguments" => serde_json::json!(false),
                 _ => serde_json::json!(1),
             };
             let a = arm(serde_json::json!({"provider": "embedded", *key: value}));

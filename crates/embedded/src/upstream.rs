@@ -30,6 +30,7 @@ pub use crate::auto::{AutoStrategy, Pick};
 use crate::engine::{Constraint, Engine, Finish, Generation, Report, Sampling};
 use crate::error::EmbeddedError;
 use crate::grammar::{self, ForcedCall};
+use crate::ground::Grounding;
 use crate::schema::Limits;
 use crate::template::TemplateMessage;
 
@@ -46,6 +47,10 @@ pub struct EmbeddedConfig {
     pub auto: AutoStrategy,
     /// The longest string value a forced call may write, in characters.
     pub max_string_length: usize,
+    /// A call made right after a user's message takes its required plain string and number
+    /// values from that message ([`crate::ground`]). Off by default: a value the message does not
+    /// hold (a skill's name, say) cannot be written then.
+    pub ground_arguments: bool,
 }
 
 impl Default for EmbeddedConfig {
@@ -58,6 +63,7 @@ impl Default for EmbeddedConfig {
             max_tokens: 512,
             auto: AutoStrategy::default(),
             max_string_length: crate::schema::DEFAULT_MAX_STRING_LENGTH,
+            ground_arguments: false,
         }
     }
 }
@@ -93,13 +99,18 @@ pub enum Decision {
 
 /// The forced-call grammar; a schema the grammar engine refuses is relaxed, never an error
 /// (what was relaxed is logged).
-fn grammar_for(tools: &[&ToolSpec], engine: &Engine, config: &EmbeddedConfig) -> ForcedCall {
+fn grammar_for(
+    tools: &[&ToolSpec],
+    engine: &Engine,
+    config: &EmbeddedConfig,
+    grounding: Option<&Grounding>,
+) -> ForcedCall {
     let limits = Limits {
         max_string_length: config.max_string_length.max(1),
         ..Limits::default()
     };
     let compiles = |g: &str| engine.matcher(g).map(|_| ()).map_err(|e| e.to_string());
-    let call = grammar::build_forced_call(tools, &limits, &compiles);
+    let call = grammar::build_forced_call(tools, &limits, grounding, &compiles);
     for what in &call.relaxed {
         tracing::warn!(relaxed = %what, "a tool schema was relaxed for generation");
     }
@@ -173,10 +184,42 @@ impl EmbeddedUpstream {
         } else {
             match self.config.auto {
                 AutoStrategy::Free => Decision::Text,
-                AutoStrategy::CallThenAnswer | AutoStrategy::Route { .. } if after_tool => {
+                AutoStrategy::CallThenAnswer
+                | AutoStrategy::Route { .. }
+                | AutoStrategy::Relevance { .. }
+                    if after_tool =>
+                {
                     Decision::Text
                 }
                 AutoStrategy::CallThenAnswer => Decision::Call,
+                AutoStrategy::Relevance { bias, pick } => {
+                    let message = last_user_text(request);
+                    let seen = auto::relevance(&self.engine, &prompt, &message, &offered)?;
+                    let score = seen.score() + bias;
+                    tracing::debug!(
+                        score,
+                        pmi = seen.pmi,
+                        shared = seen.shared,
+                        gap = seen.gap,
+                        "embedded auto: relevance gate"
+                    );
+                    if score >= 0.0 {
+                        let i = auto::pick_with(
+                            &self.engine,
+                            &prompt,
+                            &message,
+                            &offered,
+                            pick,
+                            Some(&seen.channel),
+                        )?;
+                        if pick != Pick::Grammar {
+                            tools = offered.get(i).map(|t| vec![*t]).unwrap_or(tools);
+                        }
+                        Decision::Call
+                    } else {
+                        Decision::Text
+                    }
+                }
                 AutoStrategy::Route { margin, pick } => {
                     if auto::gate(&self.engine, &prompt, margin)? {
                         let message = last_user_text(request);
@@ -195,7 +238,10 @@ impl EmbeddedUpstream {
             Decision::Call => Generation {
                 prompt,
                 constraint: {
-                    let call = grammar_for(&tools, &self.engine, &self.config);
+                    let grounding = (self.config.ground_arguments
+                        && matches!(request.messages.last(), Some(Message::User { .. })))
+                    .then(|| Grounding::from_message(&last_user_text(request)));
+                    let call = grammar_for(&tools, &self.engine, &self.config, grounding.as_ref());
                     Constraint::Call {
                         grammar: call.grammar,
                         reserve: call.reserve,

@@ -364,6 +364,63 @@ async fn route_gates_then_offers_one_tool() {
     );
 }
 
+#[tokio::test]
+async fn the_relevance_gate_measures_every_tool_and_offers_the_picked_one() {
+    let engine = Arc::new(common::tiny_engine());
+    let relevance = |bias: f32| {
+        EmbeddedUpstream::new(
+            Arc::clone(&engine),
+            EmbeddedConfig {
+                auto: AutoStrategy::Relevance {
+                    bias,
+                    pick: Pick::Channel,
+                },
+                ..EmbeddedConfig::default()
+            },
+        )
+    };
+    let tools = vec![weather_tool(), time_tool()];
+    let req = request(tools.clone(), None, 0);
+    // What the gate measures: one channel score per tool, finite signals, and the words the
+    // message shares with the weather tool's name, description and parameters ("weather", "days").
+    let up = relevance(0.0);
+    let (prompt, _) = up.render(&req);
+    let offered: Vec<&ToolSpec> = tools.iter().collect();
+    let seen = toolbridge_embedded::auto::relevance(
+        &engine,
+        &prompt,
+        "Weather in Paris for two days?",
+        &offered,
+    )
+    .unwrap();
+    assert_eq!(seen.channel.len(), 2);
+    assert!(
+        seen.pmi.is_finite() && seen.gap.is_finite() && seen.gap <= 0.0,
+        "{seen:?}"
+    );
+    assert_eq!(seen.shared, 2, "{seen:?}");
+    // A gate pushed shut answers in text; pushed open, it calls exactly one tool.
+    let (_, decision) = relevance(-1e9).plan(&req).unwrap();
+    assert_eq!(decision, Decision::Text);
+    let (plan, decision) = relevance(1e9).plan(&req).unwrap();
+    assert_eq!(decision, Decision::Call);
+    let grammar = match plan.generation.constraint {
+        Constraint::Call { grammar, .. } => grammar,
+        other => panic!("{other:?}"),
+    };
+    let named = ["get_weather", "get_time"]
+        .iter()
+        .filter(|n| grammar.contains(&format!("\"const\":\"{n}\"")))
+        .count();
+    assert_eq!(named, 1, "{grammar}");
+    // The measuring leaves the conversation's cache usable: the call still parses.
+    let events = collect(&relevance(1e9), request(tools.clone(), None, 5)).await;
+    assert!(
+        events.iter().any(|e| matches!(e, WireEvent::ToolCall(_))),
+        "{events:?}"
+    );
+}
+
 #[test]
 fn stop_strings_end_the_output() {
     let engine = common::tiny_engine();

@@ -535,6 +535,8 @@ fn rendered_embedded_router_texts() {
         "Get the current weather for a city.",
     ));
     s.push_str("\n---\n");
+    s.push_str(texts::ROUTER_NEUTRAL_SYSTEM);
+    s.push_str("\n---\n");
     check_golden("embedded_router.txt", &s);
 }
 

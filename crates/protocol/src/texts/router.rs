@@ -11,6 +11,10 @@ pub const ROUTER_USE_PREFIX: &str = "I will use the tool ";
 pub const ROUTER_CHANNEL_SYSTEM: &str =
     "You are a helpful assistant with one tool, <TOOL_NAME>: <TOOL_DESCRIPTION>";
 
+/// Ours: the router's context without a tool, against which [`ROUTER_CHANNEL_SYSTEM`]'s scores are
+/// compared (how much a tool explains the user's message).
+pub const ROUTER_NEUTRAL_SYSTEM: &str = "You are a helpful assistant.";
+
 /// [`ROUTER_CHANNEL_SYSTEM`] filled.
 pub fn router_channel_system(name: &str, description: &str) -> String {
     fill(
