@@ -6,10 +6,15 @@ use super::engine::{Action, Piece, SectionCtx, Spec, SpecBuilder};
 use crate::parser::shape::{array_elements, judge_object};
 use crate::parser::{DialectProblem, ParseProblem};
 
-/// llama3-json: `<|python_tag|>` opens a section up to `<|eom_id|>`/`<|eot_id|>` (or the end);
-/// a reply that starts with `{` is a reply section.
+/// llama3-json: `<|python_tag|>` opens a section up to `<|eom_id|>`/`<|eot_id|>`, the next
+/// `<|python_tag|>` (which opens another: models repeat the tag per call without an `<|eom_id|>`
+/// between them) or the end; a reply that starts with `{` is a reply section.
 pub(super) fn llama3(mut b: SpecBuilder) -> Spec {
-    let set = b.closers(&[("<|eom_id|>", false), ("<|eot_id|>", false)]);
+    let set = b.closers(&[
+        ("<|eom_id|>", false),
+        ("<|eot_id|>", false),
+        ("<|python_tag|>", true),
+    ]);
     b.open("<|python_tag|>", Action::Section(set));
     b.build(Some(b'{'), llama3_section, None)
 }
