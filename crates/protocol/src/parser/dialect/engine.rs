@@ -173,6 +173,8 @@ pub(crate) struct Engine {
     held: String,
     /// The current section's or header's content.
     buf: String,
+    /// Scratch space for [`Engine::resolve_held`].
+    probe: String,
     /// The marker text (or header) that opened the current section.
     open_text: String,
     /// The call name a header gave.
@@ -199,6 +201,7 @@ impl Engine {
             state,
             held: String::new(),
             buf: String::new(),
+            probe: String::new(),
             open_text: String::new(),
             label: String::new(),
             at_start: true,
@@ -224,16 +227,20 @@ impl Engine {
     pub(crate) fn push<S: Sink + ?Sized>(&mut self, s: &str, sink: &mut S) {
         // The token-streaming common case: a short piece of plain text or reasoning that holds
         // no byte a marker could start with.
+        // The same for the bytes of a section or header that stays within its limit: they are
+        // only collected.
         if s.len() < 16 && self.held.is_empty() {
             let plain = match self.state {
                 State::Text => !self.at_start || self.spec.start_byte.is_none(),
                 State::Reasoning(_) => true,
-                _ => false,
+                State::Section { .. } => self.buf.len() + s.len() <= self.max_block,
+                State::Header => self.buf.len() + s.len() <= MAX_HEADER,
             };
             if plain && !self.markers().may_start_in(s.as_bytes()) {
                 match self.state {
                     State::Text => self.emit_text(s, sink),
-                    _ => sink.reasoning(s),
+                    State::Reasoning(_) => sink.reasoning(s),
+                    State::Section { .. } | State::Header => self.buf.push_str(s),
                 }
                 return;
             }
@@ -258,14 +265,35 @@ impl Engine {
     fn resolve_held<S: Sink + ?Sized>(&mut self, s: &str, i: usize, sink: &mut S) -> usize {
         let held = std::mem::take(&mut self.held);
         let probe_end = ceil_boundary(s, i + 64);
-        let mut probe = String::with_capacity(held.len() + probe_end - i);
+        // A reused buffer: when text arrives a byte at a time, held bytes are resolved on many
+        // pushes.
+        let mut probe = std::mem::take(&mut self.probe);
+        probe.clear();
         probe.push_str(&held);
         probe.push_str(&s[i..probe_end]);
+        let next = self.resolve_probe(&held, &probe, s.len(), i, probe_end == s.len(), sink);
+        self.probe = probe;
+        if self.held.is_empty() {
+            // Keep the allocation for the next partial marker.
+            let mut held = held;
+            held.clear();
+            self.held = held;
+        }
+        next
+    }
+
+    fn resolve_probe<S: Sink + ?Sized>(
+        &mut self,
+        held: &str,
+        probe: &str,
+        len: usize,
+        i: usize,
+        probe_is_rest: bool,
+        sink: &mut S,
+    ) -> usize {
         let (start, marker) = match self.markers().scan(probe.as_bytes(), false) {
             Found::Marker { start, index } if start < held.len() => (start, Some(index)),
-            Found::Undecided { start } if start < held.len() && probe_end == s.len() => {
-                (start, None)
-            }
+            Found::Undecided { start } if start < held.len() && probe_is_rest => (start, None),
             _ => (held.len(), None),
         };
         self.content(&held[..start], sink);
@@ -283,7 +311,7 @@ impl Engine {
             }
             None if start < held.len() => {
                 self.held.push_str(&probe[start..]);
-                s.len()
+                len
             }
             None => i,
         }

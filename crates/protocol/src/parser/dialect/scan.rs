@@ -6,6 +6,8 @@ pub(crate) struct Markers {
     list: Vec<&'static [u8]>,
     /// The distinct first bytes of the markers.
     firsts: Vec<u8>,
+    /// `starts[b]`: whether a marker starts with byte `b` (one load per byte on the hot path).
+    starts: [bool; 256],
 }
 
 /// What a scan found.
@@ -29,7 +31,15 @@ impl Markers {
         let mut firsts: Vec<u8> = list.iter().filter_map(|m| m.first().copied()).collect();
         firsts.sort_unstable();
         firsts.dedup();
-        Markers { list, firsts }
+        let mut starts = [false; 256];
+        for &b in &firsts {
+            starts[usize::from(b)] = true;
+        }
+        Markers {
+            list,
+            firsts,
+            starts,
+        }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -43,7 +53,7 @@ impl Markers {
     /// Whether any byte of a short `hay` could start a marker.
     #[inline]
     pub(crate) fn may_start_in(&self, hay: &[u8]) -> bool {
-        hay.iter().any(|b| self.firsts.contains(b))
+        hay.iter().any(|&b| self.starts[usize::from(b)])
     }
 
     /// The next position that could start a marker.
@@ -54,7 +64,7 @@ impl Markers {
             [a] => memchr::memchr(*a, hay),
             [a, b] => memchr::memchr2(*a, *b, hay),
             [a, b, c] => memchr::memchr3(*a, *b, *c, hay),
-            many => hay.iter().position(|b| many.contains(b)),
+            _ => hay.iter().position(|&b| self.starts[usize::from(b)]),
         }
     }
 
