@@ -22,6 +22,16 @@ impl Rng {
     }
 }
 
+/// `TB_FUZZ_DIALECT=NAME` pins the dialect for a run (byte 0's low nibble then picks nothing), so
+/// each dialect can be given its own number of executions.
+fn pinned() -> Option<Dialect> {
+    static PINNED: std::sync::OnceLock<Option<Dialect>> = std::sync::OnceLock::new();
+    *PINNED.get_or_init(|| {
+        let name = std::env::var("TB_FUZZ_DIALECT").ok()?;
+        Some(name.parse().unwrap_or_else(|e| panic!("TB_FUZZ_DIALECT: {e}")))
+    })
+}
+
 fn config(byte: u8) -> ParserConfig {
     let dialects = &Dialect::ALL[1..];
     let mut config = if byte & 0x10 != 0 {
@@ -29,7 +39,8 @@ fn config(byte: u8) -> ParserConfig {
     } else {
         ParserConfig::default()
     };
-    config.dialect = dialects[usize::from(byte & 0x0f) % dialects.len()];
+    config.dialect =
+        pinned().unwrap_or_else(|| dialects[usize::from(byte & 0x0f) % dialects.len()]);
     config.reasoning_open = byte & 0x20 != 0;
     if byte & 0x40 != 0 {
         config.max_block_bytes = 40;
