@@ -18,7 +18,8 @@ for path in sorted(CORPUS.glob("*.json")):
         out = ROOT / "corpus" / f"{target}-{dialect}"
         out.mkdir(parents=True, exist_ok=True)
         text = case["text"].encode()
-        # byte 0 variants: tools any / declared, reasoning-open, a small limit (see the targets).
+        # Four byte-0 configurations; for dialect_chunking: tools any / declared, reasoning-open,
+        # a small section limit (parser_chunking reads the bits its own way, see its header).
         for config in (0x00, 0x10, 0x20, 0x40):
             data = bytes([config]) + bytes([7, 1, 0, 0]) + text
             name = hashlib.sha1(data).hexdigest()

@@ -225,10 +225,9 @@ impl Engine {
 
     #[inline]
     pub(crate) fn push<S: Sink + ?Sized>(&mut self, s: &str, sink: &mut S) {
-        // The token-streaming common case: a short piece of plain text or reasoning that holds
-        // no byte a marker could start with.
-        // The same for the bytes of a section or header that stays within its limit: they are
-        // only collected.
+        // The token-streaming common case: a short piece that holds no byte a marker could start
+        // with is text or reasoning to pass on, or section/header bytes to collect (within the
+        // limit, so no overflow check is needed).
         if s.len() < 16 && self.held.is_empty() {
             let plain = match self.state {
                 State::Text => !self.at_start || self.spec.start_byte.is_none(),

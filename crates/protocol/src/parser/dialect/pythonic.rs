@@ -9,7 +9,12 @@ use crate::parser::{ParseProblem, PythonicProblem};
 pub(super) fn spec(mut b: SpecBuilder) -> Spec {
     let set = b.closers(&[("<|python_end|>", false)]);
     b.open("<|python_start|>", Action::Section(set));
-    let tag = b.closers(&[("<|eom_id|>", false), ("<|eot_id|>", false)]);
+    // As for llama3-json, a repeated `<|python_tag|>` ends the section and opens the next.
+    let tag = b.closers(&[
+        ("<|eom_id|>", false),
+        ("<|eot_id|>", false),
+        ("<|python_tag|>", true),
+    ]);
     b.open("<|python_tag|>", Action::Section(tag));
     b.build(Some(b'['), section, None)
 }
