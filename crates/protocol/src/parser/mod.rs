@@ -148,6 +148,14 @@ impl Declared {
             Some(names) => Declared(Some(names.iter().cloned().collect()), names.join(", ")),
         }
     }
+
+    /// Whether a declared name is longer than `prefix` and starts with it.
+    pub(crate) fn has_longer(&self, prefix: &str) -> bool {
+        self.0.as_ref().is_some_and(|set| {
+            set.iter()
+                .any(|name| name.len() > prefix.len() && name.starts_with(prefix))
+        })
+    }
 }
 
 impl shape::Declared for Declared {

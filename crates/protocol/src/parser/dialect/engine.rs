@@ -50,12 +50,36 @@ pub(crate) struct SectionCtx<'a> {
     pub label: &'a str,
     /// Whether a closing marker ended the section (else the end of the stream did).
     pub closed: bool,
+    /// At the end of the stream, the start of a closing marker that the stream cut off (the stop
+    /// sequence or the token limit ate the rest). It is not part of the section's text: it counts
+    /// as the (eaten) marker, and goes back into the visible text if the section holds no call.
+    pub cut: &'a str,
 }
 
 impl SectionCtx<'_> {
     /// Whether `name` may be called.
     pub fn check_name(&self, name: &str) -> Result<(), ParseProblem> {
         crate::parser::shape::check_name(name, self.declared)
+    }
+
+    /// `text` without a trailing start of `marker` that the end of the stream cut off (the stop
+    /// sequence or the token limit ate the rest of it); `text` itself when the section was closed.
+    /// The second value says whether anything was cut.
+    pub fn without_cut_marker<'t>(&self, text: &'t str, marker: &str) -> (&'t str, bool) {
+        if self.closed {
+            return (text, false);
+        }
+        match cut_marker_len(text, marker) {
+            0 => (text, false),
+            k => (&text[..text.len() - k], true),
+        }
+    }
+
+    /// Whether `name` could still grow into a declared tool's name (it is a proper prefix of one
+    /// and not declared itself): a name the end of the stream may have cut off.
+    pub fn name_may_be_cut(&self, name: &str) -> bool {
+        use crate::parser::shape::Declared as _;
+        !self.declared.allows(name) && self.declared.has_longer(name)
     }
 
     /// A malformed-call error, or a truncated one when the stream ended inside the section.
@@ -453,7 +477,7 @@ impl Engine {
             }
             State::Section { set, .. } => {
                 let closer = self.spec.closers[set].markers.marker(index);
-                self.close_section(Some(closer), sink);
+                self.close_section(Some(closer), "", sink);
                 self.reopen(set, index, sink);
             }
             State::Header => self.end_header(sink),
@@ -515,7 +539,7 @@ impl Engine {
     }
 
     /// A section ended (at `closer`, or at the end of the stream): read it and emit the result.
-    fn close_section<S: Sink + ?Sized>(&mut self, closer: Option<&[u8]>, sink: &mut S) {
+    fn close_section<S: Sink + ?Sized>(&mut self, closer: Option<&[u8]>, cut: &str, sink: &mut S) {
         let body = std::mem::take(&mut self.buf);
         let opener = std::mem::take(&mut self.open_text);
         let mut pieces = Vec::new();
@@ -525,6 +549,7 @@ impl Engine {
             opener: &opener,
             label: &self.label,
             closed: closer.is_some(),
+            cut,
         };
         (self.spec.section)(&ctx, &body, &mut pieces);
         self.state = State::Text;
@@ -541,6 +566,7 @@ impl Engine {
             // No call: the section was text after all, markers and all (as for hermes blocks).
             self.emit_text(&opener, sink);
             self.emit_text(&body, sink);
+            self.emit_text(cut, sink);
             if let Some(c) = closer {
                 self.emit_text(std::str::from_utf8(c).unwrap_or_default(), sink);
             }
@@ -552,6 +578,9 @@ impl Engine {
     pub(crate) fn finish<S: Sink + ?Sized>(&mut self, sink: &mut S) {
         // The held bytes can no longer grow: a complete marker in them still counts.
         let mut held = std::mem::take(&mut self.held);
+        // In a section, a cut-off start of its closing marker is the marker the stop sequence or
+        // the token limit ate: it is not text of the section.
+        let mut cut = String::new();
         while !held.is_empty() {
             match self.markers().scan(held.as_bytes(), true) {
                 Found::Marker { start, index } => {
@@ -561,7 +590,17 @@ impl Engine {
                     held.drain(..end);
                 }
                 _ => {
-                    self.content(&held, sink);
+                    let k = match self.state {
+                        State::Section { .. } => self.markers().cut_len(held.as_bytes()),
+                        // Reasoning keeps it, as hermes does: it is never visible text.
+                        State::Text | State::Reasoning(_) | State::Header => 0,
+                    };
+                    let mut keep = held.len() - k;
+                    if !held.is_char_boundary(keep) {
+                        keep = held.len();
+                    }
+                    self.content(&held[..keep], sink);
+                    cut = held.split_off(keep);
                     held.clear();
                 }
             }
@@ -570,8 +609,10 @@ impl Engine {
             }
         }
         match self.state {
-            State::Text | State::Reasoning(_) => {}
-            State::Section { .. } => self.close_section(None, sink),
+            // A section that overflowed went out as text: so does the rest.
+            State::Text => self.emit_text(&cut, sink),
+            State::Reasoning(_) => {}
+            State::Section { .. } => self.close_section(None, &cut, sink),
             State::Header => {
                 let header = std::mem::take(&mut self.buf);
                 let opener = std::mem::take(&mut self.open_text);
@@ -616,6 +657,14 @@ fn header_close() -> &'static Markers {
 
 /// The closer-set number of a reply-start section (no closers: the end of the stream).
 pub(crate) const REPLY_SET: usize = usize::MAX;
+
+/// The length of the longest proper, non-empty prefix of `marker` that `text` ends with.
+pub(crate) fn cut_marker_len(text: &str, marker: &str) -> usize {
+    (1..marker.len())
+        .rev()
+        .find(|&k| marker.is_char_boundary(k) && text.ends_with(&marker[..k]))
+        .unwrap_or(0)
+}
 
 fn ceil_boundary(s: &str, mut i: usize) -> usize {
     if i >= s.len() {

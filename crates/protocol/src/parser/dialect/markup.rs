@@ -116,11 +116,30 @@ fn qwen3_params(ctx: &SectionCtx<'_>, tool: &str, fbody: &str) -> Result<String,
     object_text(&members)
 }
 
+/// `NAME` then `<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>` pairs. A missing
+/// `</arg_value>` ends the value at the next `<arg_key>` (as a missing `</parameter>` does in
+/// qwen3-coder). At the end of the stream, a cut-off start of `</tool_call>` after complete pairs
+/// is the eaten close tag (a call, as the engine takes it); a cut-off start of `<arg_key>` means
+/// more arguments were coming (truncated), and so does a name that is the start of a longer
+/// declared one.
 fn glm_section(ctx: &SectionCtx<'_>, body: &str, out: &mut Vec<Piece>) {
-    let name_end = body.find("<arg_key>").unwrap_or(body.len());
+    const KEY: &str = "<arg_key>";
+    if KEY.starts_with(ctx.cut) && !ctx.cut.is_empty() {
+        // A cut-off `<` could start `<arg_key>` as well as `</tool_call>`: more may have been coming.
+        let raw = format!("{body}{}", ctx.cut);
+        out.push(ctx.error(&raw, DialectProblem::GlmExpectedKey, true));
+        return;
+    }
+    let name_end = body.find(KEY).unwrap_or(body.len());
     let name = body[..name_end].trim();
     if name.is_empty() || name.contains(char::is_whitespace) || name.contains('<') {
         out.push(ctx.error(body, DialectProblem::GlmExpectedName, !ctx.closed));
+        return;
+    }
+    // `<tool_call>gr` at the end of the stream: nothing shows that the name is complete.
+    let name_may_go_on = !ctx.closed && ctx.cut.is_empty() && name_end == body.len();
+    if name_may_go_on && body.trim_end() == body && ctx.name_may_be_cut(name) {
+        out.push(ctx.error(body, DialectProblem::GlmExpectedName, true));
         return;
     }
     if let Err(reason) = ctx.check_name(name) {
@@ -130,26 +149,33 @@ fn glm_section(ctx: &SectionCtx<'_>, body: &str, out: &mut Vec<Piece>) {
     let mut members = Vec::new();
     let mut rest = &body[name_end..];
     while !rest.trim().is_empty() {
-        let Some((key, Some(after_key))) = between(rest, "<arg_key>", "</arg_key>") else {
-            let incomplete = rest.trim_start().starts_with("<arg_key>");
+        let Some((key, Some(after_key))) = between(rest, KEY, "</arg_key>") else {
+            let left = rest.trim_start();
+            let incomplete = left.starts_with(KEY) || KEY.starts_with(left.trim_end());
             out.push(ctx.error(body, DialectProblem::GlmExpectedKey, incomplete));
             return;
         };
-        let value = match between(after_key, "<arg_value>", "</arg_value>") {
-            Some((value, Some(after_value))) => {
-                rest = after_value;
-                value
-            }
-            Some((_, None)) => {
+        let Some(after_open) = after_key.trim_start().strip_prefix("<arg_value>") else {
+            let incomplete = "<arg_value>".starts_with(after_key.trim());
+            out.push(ctx.error(body, DialectProblem::GlmExpectedValue, incomplete));
+            return;
+        };
+        // The value ends at its `</arg_value>`, or at the next `<arg_key>` when the model left the
+        // close tag out, whichever comes first.
+        let close = after_open
+            .find("</arg_value>")
+            .map(|e| (e, e + "</arg_value>".len()));
+        let next = after_open.find(KEY).map(|e| (e, e));
+        let (value, after_value) = match (close, next) {
+            (Some(c), Some(n)) if n.0 < c.0 => (&after_open[..n.0], &after_open[n.1..]),
+            (Some(c), _) => (&after_open[..c.0], &after_open[c.1..]),
+            (None, Some(n)) => (&after_open[..n.0], &after_open[n.1..]),
+            (None, None) => {
                 out.push(ctx.error(body, DialectProblem::GlmValueNotClosed, true));
                 return;
             }
-            None => {
-                let incomplete = "<arg_value>".starts_with(after_key.trim_start());
-                out.push(ctx.error(body, DialectProblem::GlmExpectedValue, incomplete));
-                return;
-            }
         };
+        rest = after_value;
         let key = key.trim();
         members.push((
             key.to_owned(),

@@ -50,6 +50,20 @@ impl Markers {
         self.list[index]
     }
 
+    /// The length of the longest proper, non-empty prefix of a marker that `text` ends with.
+    pub(crate) fn cut_len(&self, text: &[u8]) -> usize {
+        self.list
+            .iter()
+            .map(|m| {
+                (1..m.len())
+                    .rev()
+                    .find(|&k| text.ends_with(&m[..k]))
+                    .unwrap_or(0)
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Whether any byte of a short `hay` could start a marker.
     #[inline]
     pub(crate) fn may_start_in(&self, hay: &[u8]) -> bool {

@@ -64,7 +64,9 @@ fn framed_calls(
                 rest = &after[e + end.len()..];
             }
             None => {
-                out.push(read(ctx, after, ctx.closed));
+                // At the end of the stream, a cut-off start of the end marker is the eaten marker
+                // (the engine takes care of the section's own closing markers).
+                out.push(read(ctx, ctx.without_cut_marker(after, end).0, ctx.closed));
                 rest = "";
             }
         }
