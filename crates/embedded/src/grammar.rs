@@ -1,43 +1,28 @@
 //! Grammars for constrained tool calls (llguidance's Lark-like syntax with `%json` schemas).
 //!
-//! A forced call is exactly the block prompt mode teaches, `<tool_call>{"name": …, "arguments":
-//! …}</tool_call>`, written with the separators `call_block` uses (`", "` and `": "`), so the call
-//! the model makes re-renders byte for byte in the next round's history (which keeps the KV cache
-//! valid across rounds).
+//! A forced call is exactly the call prompt mode teaches in the model's dialect — for hermes
+//! `<tool_call>{"name": …, "arguments": …}</tool_call>` — written with the separators the history
+//! uses (`", "` and `": "`), so the call the model makes re-renders byte for byte in the next
+//! round's history (which keeps the KV cache valid across rounds). [`crate::call_grammar`] holds
+//! each dialect's form.
 
 use serde_json::{json, Value};
-use toolbridge_protocol::texts::CallTag;
+use toolbridge_protocol::parser::Dialect;
 use toolbridge_protocol::types::ToolSpec;
 
+use crate::call_grammar;
 use crate::ground::Grounding;
 use crate::schema::{self, Limits};
 
 /// Prose without markup: text that never contains `<` (so no tag can be echoed or opened).
 pub const PROSE: &str = "start: /[^<\\s][^<]*/\n";
 
-/// The JSON layout options given to llguidance for every schema.
-fn layout(lenient: bool) -> Value {
-    json!({
-        "item_separator": ", ",
-        "key_separator": ": ",
-        "whitespace_flexible": false,
-        "lenient": lenient,
-    })
-}
+pub use crate::call_grammar::layout;
 
-/// The schema of one call object: the name as a constant, then `arguments` (a generation schema,
-/// see [`crate::schema`]).
+/// The schema of one hermes call object: the name as a constant, then `arguments` (a generation
+/// schema, see [`crate::schema`]).
 pub fn call_schema(tool: &ToolSpec, arguments: &Value, lenient: bool) -> Value {
-    json!({
-        "x-guidance": layout(lenient),
-        "type": "object",
-        "properties": {
-            "name": {"const": tool.name},
-            "arguments": arguments,
-        },
-        "required": ["name", "arguments"],
-        "additionalProperties": false,
-    })
+    crate::call_grammar::call_schema(tool, "arguments", arguments, lenient)
 }
 
 /// The arguments schema a tool's calls are generated from: its parameters rewritten under
@@ -62,35 +47,47 @@ fn closed_empty() -> Value {
     json!({"type": "object", "properties": {}, "additionalProperties": false})
 }
 
-/// The grammar of one forced call to one of `tools`, whose arguments follow `arguments` (one
-/// generation schema per tool).
-pub fn forced_call_with(tools: &[&ToolSpec], arguments: &[Value], lenient: bool) -> String {
-    let tag = CallTag::default();
-    let open = format!("<{}>", tag.name());
-    let mut g = format!(
-        "start: {} call {}\n",
-        lark_string(&open),
-        lark_string(tag.stop_sequence())
-    );
+/// The grammar of one forced call to one of `tools` written in `dialect`, whose arguments
+/// follow `arguments` (one generation schema per tool).
+pub fn forced_call_with(
+    dialect: Dialect,
+    tools: &[&ToolSpec],
+    arguments: &[Value],
+    lenient: bool,
+) -> String {
+    let (open, close) = call_grammar::frame(dialect);
+    let mut g = String::from("start: ");
+    if !open.is_empty() {
+        g.push_str(&lark_string(&open));
+        g.push(' ');
+    }
+    g.push_str("call");
+    if !close.is_empty() {
+        g.push(' ');
+        g.push_str(&lark_string(close));
+    }
+    g.push('\n');
     let alternatives: Vec<String> = (0..tools.len()).map(|i| format!("c{i}")).collect();
     g.push_str(&format!("call: {}\n", alternatives.join(" | ")));
     for (i, (tool, args)) in tools.iter().zip(arguments).enumerate() {
-        g.push_str(&format!(
-            "c{i}: %json {}\n",
-            call_schema(tool, args, lenient)
-        ));
+        g.push_str(&call_grammar::call_rules(dialect, i, tool, args, lenient));
     }
     g
 }
 
 /// The grammar of one forced call to one of `tools`, under the default limits.
 pub fn forced_call(tools: &[&ToolSpec], lenient: bool) -> String {
+    forced_call_in(Dialect::Hermes, tools, lenient)
+}
+
+/// The grammar of one forced call to one of `tools` in `dialect`, under the default limits.
+pub fn forced_call_in(dialect: Dialect, tools: &[&ToolSpec], lenient: bool) -> String {
     let mut notes = Vec::new();
     let arguments: Vec<Value> = tools
         .iter()
         .map(|t| arguments_schema(t, &Limits::default(), &mut notes))
         .collect();
-    forced_call_with(tools, &arguments, lenient)
+    forced_call_with(dialect, tools, &arguments, lenient)
 }
 
 /// A forced call ready to decode: its grammar, the tokens to keep for closing it (see
@@ -108,6 +105,7 @@ pub struct ForcedCall {
 /// type kept; then any bounded value); then llguidance's lenient mode; at last arguments that
 /// can only be `{}`. `relaxed` says what was done.
 pub fn build_forced_call(
+    dialect: Dialect,
     tools: &[&ToolSpec],
     limits: &Limits,
     grounding: Option<&Grounding>,
@@ -130,7 +128,7 @@ pub fn build_forced_call(
         let reserve = tools
             .iter()
             .zip(arguments)
-            .map(|(t, a)| closing_cost_of_call(t, a))
+            .map(|(t, a)| call_grammar::closing_cost(dialect, t, a))
             .max()
             .unwrap_or(0);
         ForcedCall {
@@ -139,7 +137,7 @@ pub fn build_forced_call(
             relaxed,
         }
     };
-    let strict = forced_call_with(tools, &arguments, false);
+    let strict = forced_call_with(dialect, tools, &arguments, false);
     let first_error = match compiles(&strict) {
         Ok(()) => return finish(&arguments, strict, relaxed),
         Err(e) => e,
@@ -148,33 +146,19 @@ pub fn build_forced_call(
     for (tool, args) in tools.iter().zip(arguments.iter_mut()) {
         relax_arguments(tool, args, limits, compiles, &mut relaxed);
     }
-    let grammar = forced_call_with(tools, &arguments, false);
+    let grammar = forced_call_with(dialect, tools, &arguments, false);
     if compiles(&grammar).is_ok() {
         return finish(&arguments, grammar, relaxed);
     }
-    let lenient = forced_call_with(tools, &arguments, true);
+    let lenient = forced_call_with(dialect, tools, &arguments, true);
     if compiles(&lenient).is_ok() {
         relaxed.push("lenient JSON schema mode".into());
         return finish(&arguments, lenient, relaxed);
     }
     relaxed.push("every tool's arguments reduced to `{}`".into());
     let empty: Vec<Value> = tools.iter().map(|_| closed_empty()).collect();
-    let grammar = forced_call_with(tools, &empty, false);
+    let grammar = forced_call_with(dialect, tools, &empty, false);
     finish(&empty, grammar, relaxed)
-}
-
-/// The bytes of the rest of a call block from anywhere in it, its very start included: the
-/// opening up to the arguments, the arguments' closing cost, the closing brace and tag.
-fn closing_cost_of_call(tool: &ToolSpec, arguments: &Value) -> usize {
-    let opening = format!(
-        "<{}>{{\"name\": {}, \"arguments\": ",
-        CallTag::default().name(),
-        lark_string(&tool.name)
-    );
-    opening.len()
-        + schema::closing_cost(arguments)
-        + "}".len()
-        + CallTag::default().stop_sequence().len()
 }
 
 /// Relaxes the properties of one tool's arguments whose own grammar does not compile.
@@ -225,9 +209,7 @@ fn relax_arguments(
     }
 }
 
-fn lark_string(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned())
-}
+use crate::call_grammar::lark_string;
 
 #[cfg(test)]
 mod tests {
@@ -295,7 +277,13 @@ mod tests {
             }, "required": ["city", "days"]}),
         );
         let g = Grounding::from_message("Weather in New York for 3 days?");
-        let call = build_forced_call(&[&tool], &Limits::default(), Some(&g), &|g| compiles(&f, g));
+        let call = build_forced_call(
+            Dialect::Hermes,
+            &[&tool],
+            &Limits::default(),
+            Some(&g),
+            &|g| compiles(&f, g),
+        );
         assert!(call.relaxed.is_empty(), "{:?}", call.relaxed);
         let with = |args: &str| {
             format!(r#"<tool_call>{{"name": "get_weather", "arguments": {args}}}</tool_call>"#)
@@ -320,7 +308,9 @@ mod tests {
     fn a_forced_call_takes_plain_values_and_refuses_markup_debris_and_invented_keys() {
         let f = factory();
         let tool = weather();
-        let call = build_forced_call(&[&tool], &Limits::default(), None, &|g| compiles(&f, g));
+        let call = build_forced_call(Dialect::Hermes, &[&tool], &Limits::default(), None, &|g| {
+            compiles(&f, g)
+        });
         assert!(call.relaxed.is_empty(), "{:?}", call.relaxed);
         let g = &call.grammar;
         let ok = r#"<tool_call>{"name": "get_weather", "arguments": {"city": "Paris, France", "extra": {"unit": "C"}}}</tool_call>"#;
@@ -344,7 +334,9 @@ mod tests {
             max_string_length: 4,
             ..Limits::default()
         };
-        let call = build_forced_call(&[&tool], &limits, None, &|g| compiles(&f, g));
+        let call = build_forced_call(Dialect::Hermes, &[&tool], &limits, None, &|g| {
+            compiles(&f, g)
+        });
         let call_with = |city: &str| {
             format!(
                 r#"<tool_call>{{"name": "get_weather", "arguments": {{"city": "{city}"}}}}</tool_call>"#
@@ -371,7 +363,9 @@ mod tests {
             compiles(&f, &strict).is_err(),
             "the case must really fail to compile"
         );
-        let call = build_forced_call(&[&tool], &Limits::default(), None, &|g| compiles(&f, g));
+        let call = build_forced_call(Dialect::Hermes, &[&tool], &Limits::default(), None, &|g| {
+            compiles(&f, g)
+        });
         assert!(compiles(&f, &call.grammar).is_ok());
         assert!(
             call.relaxed.iter().any(|r| r.contains("/properties/code")),
@@ -394,7 +388,9 @@ mod tests {
             "",
             json!({"type": "object", "properties": {"level": {"type": "integer", "enum": ["1", "2"]}}, "required": ["level"]}),
         );
-        let call = build_forced_call(&[&tool], &Limits::default(), None, &|g| compiles(&f, g));
+        let call = build_forced_call(Dialect::Hermes, &[&tool], &Limits::default(), None, &|g| {
+            compiles(&f, g)
+        });
         assert!(
             call.relaxed.iter().any(|r| r.contains("enum values")),
             "{:?}",
@@ -411,7 +407,9 @@ mod tests {
     fn the_reserve_covers_the_tag_and_the_arguments() {
         let f = factory();
         let tool = weather();
-        let call = build_forced_call(&[&tool], &Limits::default(), None, &|g| compiles(&f, g));
+        let call = build_forced_call(Dialect::Hermes, &[&tool], &Limits::default(), None, &|g| {
+            compiles(&f, g)
+        });
         let args = r#"{"city": "", "extra": {"unit": ""}}"#;
         assert!(
             call.reserve >= args.len() + "}</tool_call>".len(),

@@ -19,6 +19,7 @@
 //! ```
 
 pub mod auto;
+pub mod call_grammar;
 pub mod engine;
 pub mod error;
 pub mod grammar;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Deserialize;
-use toolbridge_protocol::parser::Dialect;
+use toolbridge_protocol::parser::{Dialect, DialectSetting};
 use toolbridge_protocol::texts::CallTag;
 use toolbridge_providers::config::{quoted, ArmConfig, Env};
 use toolbridge_providers::{Arm, BuildError, ProviderError, ProviderFactory};
@@ -124,7 +124,12 @@ impl ProviderFactory for EmbeddedFactory {
 /// Checks an embedded arm's keys: none that only remote providers read, and the path given
 /// once (in `model = "embedded:PATH"` or in `path`).
 pub fn check_embedded(arm: &ArmConfig, settings: &EmbeddedSettings) -> Result<(), ProviderError> {
-    let remote = arm.remote_keys();
+    // `dialect` is the embedded model's too: its template's call format unless set.
+    let remote: Vec<&str> = arm
+        .remote_keys()
+        .into_iter()
+        .filter(|k| *k != "dialect")
+        .collect();
     if !remote.is_empty() {
         return Err(ProviderError::Config(format!(
             "the embedded provider does not use {}",
@@ -245,6 +250,10 @@ pub fn settings(
             None => defaults.max_string_length,
         },
         ground_arguments: keys.ground_arguments.unwrap_or(defaults.ground_arguments),
+        dialect: match arm.dialect.unwrap_or_default() {
+            DialectSetting::Auto => None,
+            DialectSetting::Fixed(d) => Some(d),
+        },
         ..defaults
     };
     let options = EngineOptions {
@@ -271,8 +280,8 @@ pub fn configured_arm(arm: &ArmConfig) -> Result<Arm, BuildError> {
         upstream: Arc::new(EmbeddedUpstream::new(engine, config)),
         mode: arm.tool_mode.unwrap_or_default(),
         tag: CallTag::default(),
-        // The embedded model's calls come out native (its own grammar); `dialect` is refused
-        // for it with the other keys it does not use.
+        // The embedded model's calls come out native (its own grammar, in its own dialect: see
+        // `EmbeddedConfig::dialect`); the arm has nothing left to parse.
         dialect: Dialect::Hermes,
         reasoning_open: false,
     })
@@ -349,7 +358,7 @@ mod tests {
             ),
             (
                 serde_json::json!({"provider": "embedded", "dialect": "qwen3-coder", "reasoning_open": true}),
-                "does not use `dialect`, `reasoning_open`",
+                "does not use `reasoning_open`",
             ),
             (
                 serde_json::json!({"model": "embedded:/a.gguf", "path": "/b.gguf"}),

@@ -12,6 +12,7 @@
 
 use minijinja::{context, Environment};
 use serde::Serialize;
+use toolbridge_protocol::parser::Dialect;
 
 /// Opens a span of plain text in a rendered prompt (a Unicode noncharacter: never meaningful text).
 pub const LITERAL_OPEN: char = '\u{FDD0}';
@@ -97,6 +98,34 @@ impl ChatTemplate {
         }
     }
 
+    /// The call format the template teaches, from the markers its source writes: a template with
+    /// no tool format of its own (ChatML, SmolLM2's) is taught the reference protocol's (hermes).
+    /// The more specific markers are looked for first (Qwen3-Coder's template writes
+    /// `<tool_call>` too, Llama 3.x's the word `"parameters"`).
+    pub fn dialect(&self) -> Dialect {
+        let Some(src) = self.source.as_deref() else {
+            return Dialect::Hermes;
+        };
+        const SIGNS: [(&str, Dialect); 12] = [
+            ("<|tool_calls_section_begin|>", Dialect::KimiK2),
+            ("tool▁calls▁begin", Dialect::DeepseekV3),
+            ("<arg_key>", Dialect::Glm45),
+            ("<function=", Dialect::Qwen3Coder),
+            ("to=functions.", Dialect::GptOss),
+            ("[TOOL_CALLS]", Dialect::Mistral),
+            ("functools", Dialect::Phi4Mini),
+            ("<|tool_call|>", Dialect::Granite),
+            ("<|python_start|>", Dialect::Pythonic),
+            ("<tool_call>", Dialect::Hermes),
+            ("<|python_tag|>", Dialect::Llama3Json),
+            ("\"parameters\"", Dialect::Llama3Json),
+        ];
+        SIGNS
+            .iter()
+            .find(|(sign, _)| src.contains(sign))
+            .map_or(Dialect::Hermes, |(_, d)| *d)
+    }
+
     /// Whether the GGUF's own template is used (false: ChatML).
     pub fn is_native(&self) -> bool {
         self.source.is_some()
@@ -160,6 +189,54 @@ impl ChatTemplate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_dialect_is_the_call_format_the_template_writes() {
+        let of = |src: Option<&str>| ChatTemplate::new(src.map(str::to_owned), "", "").dialect();
+        let cases = [
+            (None, Dialect::Hermes),
+            (
+                Some("{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}"),
+                Dialect::Hermes,
+            ),
+            (
+                Some("<tool_call>\n{{ tool_call | tojson }}\n</tool_call>"),
+                Dialect::Hermes,
+            ),
+            (
+                Some("<tool_call>\n<function={{ name }}>\n<parameter=x>"),
+                Dialect::Qwen3Coder,
+            ),
+            (
+                Some("<tool_call>{{ name }}<arg_key>{{ k }}</arg_key>"),
+                Dialect::Glm45,
+            ),
+            (
+                Some("{\"name\": function name, \"parameters\": dictionary}"),
+                Dialect::Llama3Json,
+            ),
+            (
+                Some("<|python_tag|>{{ call }}<|eom_id|>"),
+                Dialect::Llama3Json,
+            ),
+            (
+                Some("<|python_start|>[{{ call }}]<|python_end|>"),
+                Dialect::Pythonic,
+            ),
+            (Some("[TOOL_CALLS][{{ calls | tojson }}]"), Dialect::Mistral),
+            (Some("functools[{{ calls }}]"), Dialect::Phi4Mini),
+            (Some("<|tool_call|>{{ calls }}"), Dialect::Granite),
+            (Some("<|tool_calls_section_begin|>"), Dialect::KimiK2),
+            (Some("<｜tool▁calls▁begin｜>"), Dialect::DeepseekV3),
+            (
+                Some("<|start|>assistant to=functions.{{ name }}"),
+                Dialect::GptOss,
+            ),
+        ];
+        for (src, dialect) in cases {
+            assert_eq!(of(src), dialect, "{src:?}");
+        }
+    }
 
     #[test]
     fn content_is_marked_and_cannot_close_its_own_span() {

@@ -20,7 +20,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use toolbridge_protocol::accumulator::{FunctionDelta, ToolCallDelta};
 use toolbridge_protocol::mode::{encode_prompt, offered_tools, EncodeOptions};
-use toolbridge_protocol::parser::{ParseError, Parser, ParserConfig, Sink};
+use toolbridge_protocol::parser::{Dialect, ParseError, Parser, ParserConfig, Sink};
 use toolbridge_protocol::texts::CallTag;
 use toolbridge_protocol::types::{ChatRequest, FinishReason, Message, ToolChoice, ToolSpec, Usage};
 use toolbridge_providers::{ProviderError, Upstream, WireEvent, WireStream};
@@ -51,6 +51,9 @@ pub struct EmbeddedConfig {
     /// values from that message ([`crate::ground`]). Off by default: a value the message does not
     /// hold (a skill's name, say) cannot be written then.
     pub ground_arguments: bool,
+    /// The call format the model is taught, its forced calls are made in and its output is read
+    /// in; `None`: the one its chat template teaches ([`crate::template::ChatTemplate::dialect`]).
+    pub dialect: Option<Dialect>,
 }
 
 impl Default for EmbeddedConfig {
@@ -64,6 +67,7 @@ impl Default for EmbeddedConfig {
             auto: AutoStrategy::default(),
             max_string_length: crate::schema::DEFAULT_MAX_STRING_LENGTH,
             ground_arguments: false,
+            dialect: None,
         }
     }
 }
@@ -88,6 +92,8 @@ pub struct Plan {
     /// The parameter schemas of the tools a forced call may name, as given: the call is checked
     /// against them after generation (the grammar follows a bounded, possibly relaxed copy).
     pub schemas: Vec<(String, Value)>,
+    /// The dialect the output is read in (the one the model was taught).
+    pub dialect: Dialect,
 }
 
 /// Which way `auto` went, for reports and tests.
@@ -100,6 +106,7 @@ pub enum Decision {
 /// The forced-call grammar; a schema the grammar engine refuses is relaxed, never an error
 /// (what was relaxed is logged).
 fn grammar_for(
+    dialect: Dialect,
     tools: &[&ToolSpec],
     engine: &Engine,
     config: &EmbeddedConfig,
@@ -110,7 +117,7 @@ fn grammar_for(
         ..Limits::default()
     };
     let compiles = |g: &str| engine.matcher(g).map(|_| ()).map_err(|e| e.to_string());
-    let call = grammar::build_forced_call(tools, &limits, grounding, &compiles);
+    let call = grammar::build_forced_call(dialect, tools, &limits, grounding, &compiles);
     for what in &call.relaxed {
         tracing::warn!(relaxed = %what, "a tool schema was relaxed for generation");
     }
@@ -126,10 +133,21 @@ impl EmbeddedUpstream {
         &self.engine
     }
 
+    /// The call format the model is taught and read in: the configured one, else its template's.
+    pub fn dialect(&self) -> Dialect {
+        self.config
+            .dialect
+            .unwrap_or_else(|| self.engine.template().dialect())
+    }
+
     /// The rendered prompt of a request: prompt mode's encoding (the history re-encoded as text
     /// and the seed preamble appended to the system prompt) in the model's chat template.
     pub fn render(&self, request: &ChatRequest) -> (String, Vec<String>) {
-        let encoded = encode_prompt(request, &EncodeOptions::default());
+        let options = EncodeOptions {
+            dialect: self.dialect(),
+            ..EncodeOptions::default()
+        };
+        let encoded = encode_prompt(request, &options);
         let messages: Vec<TemplateMessage> = encoded
             .messages
             .iter()
@@ -151,6 +169,7 @@ impl EmbeddedUpstream {
 
     /// Decides how to decode a request.
     pub fn plan(&self, request: &ChatRequest) -> Result<(Plan, Decision), EmbeddedError> {
+        let dialect = self.dialect();
         let offered = offered_tools(&request.tools, request.tool_choice.as_ref());
         let (prompt, stop) = self.render(request);
         let sampling = Sampling {
@@ -241,7 +260,13 @@ impl EmbeddedUpstream {
                     let grounding = (self.config.ground_arguments
                         && matches!(request.messages.last(), Some(Message::User { .. })))
                     .then(|| Grounding::from_message(&last_user_text(request)));
-                    let call = grammar_for(&tools, &self.engine, &self.config, grounding.as_ref());
+                    let call = grammar_for(
+                        dialect,
+                        &tools,
+                        &self.engine,
+                        &self.config,
+                        grounding.as_ref(),
+                    );
                     Constraint::Call {
                         grammar: call.grammar,
                         reserve: call.reserve,
@@ -283,8 +308,13 @@ impl EmbeddedUpstream {
                         .iter()
                         .map(|t| (t.name.clone(), t.parameters.clone().unwrap_or(Value::Null)))
                         .collect(),
-                    Decision::Text => Vec::new(),
+                    // The parser still types the values of a dialect that writes them bare.
+                    Decision::Text => offered
+                        .iter()
+                        .filter_map(|t| Some((t.name.clone(), t.parameters.clone()?)))
+                        .collect(),
                 },
+                dialect,
             },
             decision,
         ))
@@ -367,6 +397,8 @@ pub fn run_plan(
             tools: Some(plan.tools.clone()),
             // Unique per response, so call ids never repeat within a conversation.
             id_prefix: format!("call_embedded_{}_", next_response_id()),
+            dialect: plan.dialect,
+            schemas: plan.schemas.iter().cloned().collect(),
             ..ParserConfig::default()
         })
     });
@@ -407,7 +439,11 @@ fn run_forced(
     })?;
     let mut events = Vec::new();
     let mut sink = WireSink { out: &mut events };
-    let calls = match read_call_block(&raw).filter(|(name, _)| plan.tools.contains(name)) {
+    let read = match plan.dialect {
+        Dialect::Hermes => read_call_block(&raw),
+        dialect => read_dialect_call(&raw, dialect, plan),
+    };
+    let calls = match read.filter(|(name, _)| plan.tools.contains(name)) {
         Some((name, arguments)) => {
             check_arguments(plan, &name, &arguments);
             let id = format!("call_embedded_{}_0", next_response_id());
@@ -467,6 +503,21 @@ pub fn read_call_block(raw: &str) -> Option<(String, String)> {
         .strip_suffix(tag.stop_sequence())?;
     let block: Block = serde_json::from_str(body).ok()?;
     Some((block.name, block.arguments.get().to_owned()))
+}
+
+/// The one call of a complete forced call written in `dialect` (not hermes), read by the
+/// dialect's parser: the grammar keeps markup out of its values, so the parser reads it whole.
+fn read_dialect_call(raw: &str, dialect: Dialect, plan: &Plan) -> Option<(String, String)> {
+    let config = ParserConfig {
+        tools: Some(plan.tools.clone()),
+        dialect,
+        schemas: plan.schemas.iter().cloned().collect(),
+        ..ParserConfig::default()
+    };
+    let response = toolbridge_protocol::parser::parse(raw, &config);
+    let call = response.calls.into_iter().next()?;
+    response.errors.is_empty().then_some(())?;
+    Some((call.name, call.arguments))
 }
 
 /// Sends what is left: the events, the usage and how the response ended.

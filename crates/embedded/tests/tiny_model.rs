@@ -661,3 +661,81 @@ async fn qwen_family_loads_round_trips_and_makes_a_forced_call(arch: &str) {
     let validator = jsonschema::validator_for(weather_tool().parameters.as_ref().unwrap()).unwrap();
     assert!(validator.is_valid(&value), "{value}");
 }
+
+/// In every dialect (set, or read from the template) the model is taught its dialect's call
+/// format, a forced call is generated in it — the raw text is exactly the form the next round's
+/// history writes, read back by the dialect's parser — and it comes out as a native call whose
+/// arguments match the schema.
+#[tokio::test]
+async fn forced_calls_are_made_in_the_models_dialect() {
+    use toolbridge_protocol::parser::Dialect;
+    use toolbridge_protocol::texts::dialects::CallFormat;
+    use toolbridge_protocol::types::ToolCall;
+
+    let engine = Arc::new(common::tiny_engine());
+    let tools = vec![weather_tool(), time_tool()];
+    let names = ["get_weather", "get_time"];
+    for dialect in Dialect::ALL {
+        let up = EmbeddedUpstream::new(
+            Arc::clone(&engine),
+            EmbeddedConfig {
+                dialect: Some(dialect),
+                ..EmbeddedConfig::default()
+            },
+        );
+        assert_eq!(up.dialect(), dialect);
+        let teaching = CallFormat::from(dialect).preamble(&tools);
+        for seed in 0..4 {
+            let req = request(tools.clone(), Some(ToolChoice::Required), seed);
+            let (plan, decision) = up.plan(&req).unwrap();
+            assert_eq!(decision, Decision::Call);
+            assert!(plan.generation.prompt.contains(&teaching), "{dialect}");
+            let mut raw = String::new();
+            engine
+                .generate(&plan.generation, &mut |t| {
+                    raw.push_str(t);
+                    true
+                })
+                .unwrap();
+            let config = ParserConfig {
+                dialect,
+                ..ParserConfig::with_tools(names)
+            };
+            let parsed = parse(&raw, &config);
+            assert!(parsed.errors.is_empty(), "{dialect} seed {seed}: {raw}");
+            assert_eq!(parsed.calls.len(), 1, "{dialect} seed {seed}: {raw}");
+            let call = &parsed.calls[0];
+            let rewritten = CallFormat::from(dialect).assistant_text(
+                "",
+                &[ToolCall {
+                    id: String::new(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                }],
+            );
+            if !matches!(
+                dialect,
+                Dialect::Qwen3Coder | Dialect::Glm45 | Dialect::Pythonic
+            ) {
+                // JSON dialects keep the arguments as written, so the history repeats the bytes.
+                assert_eq!(raw, rewritten, "{dialect} seed {seed}");
+            }
+            let events = collect(&up, req).await;
+            let mut name = String::new();
+            let mut args = String::new();
+            for e in &events {
+                if let WireEvent::ToolCall(d) = e {
+                    let f = d.function.as_ref().unwrap();
+                    name.push_str(f.name.as_deref().unwrap_or(""));
+                    args.push_str(f.arguments.as_deref().unwrap_or(""));
+                }
+            }
+            let tool = tools.iter().find(|t| t.name == name);
+            let tool =
+                tool.unwrap_or_else(|| panic!("{dialect} seed {seed}: no call in {events:?}"));
+            let value: Value = serde_json::from_str(&args).unwrap();
+            let validator = jsonschema::validator_for(tool.parameters.as_ref().unwrap()).unwrap();
+            assert!(validator.is_valid(&value), "{dialect} seed {seed}: {value}");
+        }
+    }
+}
