@@ -159,6 +159,8 @@ impl ChatTemplate {
         messages: &[TemplateMessage],
     ) -> Result<String, minijinja::Error> {
         let mut env = Environment::new();
+        // Templates are written for Python's Jinja: `content.startswith(…)`, `.split(…)`, `.strip()`.
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_function(
             "raise_exception",
             |msg: String| -> Result<String, minijinja::Error> {
@@ -189,6 +191,40 @@ impl ChatTemplate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Templates written for Python's Jinja call string methods (Qwen3's: `startswith`,
+    /// `endswith`, `split`, `lstrip`, `rstrip`, `strip`): they render instead of falling back to
+    /// ChatML.
+    #[test]
+    fn python_string_methods_in_a_template_work() {
+        let src = r#"{%- for m in messages -%}
+{%- set content = m.content -%}
+{%- if m.role == "assistant" and "</think>" in content -%}
+{%- set content = content.split("</think>")[-1].lstrip("\n") -%}
+{%- endif -%}
+{%- if m.role.startswith("too") and m.role.endswith("ol") -%}
+[tool]{{ content.strip() }}[/tool]
+{%- elif content.startswith("<tool_response>") -%}
+[never]
+{%- else -%}
+[{{ m.role | upper }}]{{ content.rstrip() }}[/{{ m.role }}]
+{%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}[ASSISTANT]{%- endif -%}"#;
+        let t = ChatTemplate::new(Some(src.to_owned()), "", "");
+        let text = unmark(&t.render(&[
+            TemplateMessage::new("user", "hi  "),
+            TemplateMessage::new("assistant", "<think>plan</think>\n\nhello"),
+            TemplateMessage::new("tool", " 42 "),
+            // Content is marked data: a template's test of it never sees a tag at its start.
+            TemplateMessage::new("user", "<tool_response>1</tool_response>"),
+        ]));
+        assert_eq!(
+            text,
+            "[USER]hi[/user][ASSISTANT]hello[/assistant][tool]42[/tool]\
+             [USER]<tool_response>1</tool_response>[/user][ASSISTANT]"
+        );
+    }
 
     #[test]
     fn the_dialect_is_the_call_format_the_template_writes() {
