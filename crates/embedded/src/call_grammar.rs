@@ -10,7 +10,7 @@
 //! history writes it) — each one what the dialect's parser reads back as the same value.
 
 use serde_json::{json, Value};
-use toolbridge_protocol::parser::Dialect;
+use toolbridge_protocol::parser::{parameter_type, Dialect};
 use toolbridge_protocol::texts::CallTag;
 use toolbridge_protocol::types::ToolSpec;
 
@@ -230,10 +230,10 @@ fn comma_list(params: &[(String, bool)]) -> String {
     format!("({})?", branches.join(" | "))
 }
 
-/// The grammar of one parameter's value followed by `close` (the markup after it).
+/// The grammar of one parameter's value followed by `close` (the markup after it). The value is
+/// written in the type the dialect's parser will read it as ([`parameter_type`]), so it comes back
+/// as the same JSON value.
 fn value_rule(dialect: Dialect, schema: &Value, close: &str, lenient: bool) -> String {
-    let types = schema_types(schema);
-    let only = |t: &str| types.len() == 1 && types[0] == t;
     let then_close = |value: String| {
         if close.is_empty() {
             value
@@ -241,19 +241,104 @@ fn value_rule(dialect: Dialect, schema: &Value, close: &str, lenient: bool) -> S
             format!("{value} {}", lark_string(close))
         }
     };
+    let ty = parameter_type(schema);
     if dialect == Dialect::Pythonic {
-        if only("boolean") {
-            return then_close("(\"True\" | \"False\")".into());
-        }
-        if only("null") {
-            return then_close("\"None\"".into());
-        }
-        return then_close(json_value(schema, lenient));
+        // The pythonic reader takes Python literals (and JSON's); the history writes these so.
+        return match ty.as_deref() {
+            Some("boolean") if schema_types(schema) == ["boolean"] => {
+                then_close("(\"True\" | \"False\")".into())
+            }
+            Some("null") => then_close("\"None\"".into()),
+            // A JSON number may have an exponent no float holds (`1e999`), which the pythonic
+            // reader refuses: an unbounded number is written within a float's range.
+            Some(t @ ("number" | "integer")) if schema_types(schema) == [t] && !bounded(schema) => {
+                then_close(if t == "integer" {
+                    "/-?(0|[1-9][0-9]{0,17})/".to_owned()
+                } else {
+                    "/-?(0|[1-9][0-9]{0,17})(\\.[0-9]{1,17})?([eE][-+]?[0-9]{1,2})?/".to_owned()
+                })
+            }
+            _ => then_close(json_value(schema, lenient)),
+        };
     }
-    if only("string") {
-        return bare_string(schema, close);
+    match ty.as_deref() {
+        // qwen3-coder reads an untyped value as a string, so it is written as one.
+        Some("string") => bare_string(&narrowed(schema, "string"), close),
+        None if dialect == Dialect::Qwen3Coder => bare_string(schema, close),
+        Some(t) => then_close(compact_json(&narrowed(schema, t), lenient)),
+        None => then_close(compact_json(schema, lenient)),
     }
-    then_close(compact_json(schema, lenient))
+}
+
+/// Whether a number schema bounds its values itself (the grammar then follows it as JSON).
+fn bounded(schema: &Value) -> bool {
+    [
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "enum",
+        "const",
+    ]
+    .iter()
+    .any(|k| schema.get(*k).is_some())
+}
+
+/// The part of `schema` of type `ty`: its own keywords with `type` set to `ty`, or the first
+/// `anyOf`/`oneOf` branch of that type (a value the parser reads as `ty` must be one).
+fn narrowed(schema: &Value, ty: &str) -> Value {
+    match schema.get("type") {
+        Some(Value::String(_)) => return schema.clone(),
+        Some(Value::Array(_)) => {
+            let mut one = schema.clone();
+            one["type"] = ty.into();
+            return one;
+        }
+        _ => {}
+    }
+    ["anyOf", "oneOf"]
+        .iter()
+        .filter_map(|k| schema.get(*k).and_then(Value::as_array))
+        .flatten()
+        .find(|branch| parameter_type(branch).as_deref() == Some(ty))
+        .map(|branch| narrowed(branch, ty))
+        .unwrap_or_else(|| schema.clone())
+}
+
+/// Whether every tool's call can be written in `dialect` and read back: names (and pythonic's
+/// keys) its syntax holds bare. Otherwise the forced call is written as hermes' block.
+pub fn writable(dialect: Dialect, tools: &[&ToolSpec], arguments: &[Value]) -> bool {
+    let bare = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+    };
+    let identifier = |s: &str| {
+        s.bytes().next().is_some_and(|b| !b.is_ascii_digit())
+            && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    };
+    let keys = |a: &Value| -> Vec<String> {
+        a.get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    tools
+        .iter()
+        .zip(arguments)
+        .all(|(tool, args)| match dialect {
+            Dialect::Pythonic => identifier(&tool.name) && keys(args).iter().all(|k| identifier(k)),
+            Dialect::Qwen3Coder | Dialect::Glm45 => {
+                bare(&tool.name)
+                    && keys(args)
+                        .iter()
+                        .all(|k| !k.is_empty() && k.trim() == k && !k.contains(['<', '>']))
+            }
+            Dialect::DeepseekV3 => bare(&tool.name) && tool.name != "function",
+            Dialect::KimiK2 | Dialect::GptOss => bare(&tool.name),
+            _ => true,
+        })
 }
 
 /// A string written bare (qwen3-coder, glm45), then `close`: one of its `enum`/`const` values,

@@ -424,42 +424,60 @@ impl Engine {
     }
 }
 
-/// The tokens that lead a JSON value to its end, by preference: made of `}` and `]` only; of
-/// those and `"` (a string's end, or an empty string where a value must be written); of those,
-/// spaces and `,` (the way on when a required key is still to come, or a number ends there).
+/// The tokens that lead a call to its end, by preference: those holding `<` (values never do, so
+/// where the grammar allows one a closing tag starts there); made of `}` and `]` only; newlines
+/// (a bare qwen3-coder value ends at one, and no JSON value holds one raw); those and `"` (a
+/// string's end, or an empty string where a value must be written); of those, spaces and `,`
+/// (the way on when a required key is still to come, or a number ends there).
 struct Closers {
+    markup: Vec<usize>,
     brackets: Vec<usize>,
+    newlines: Vec<usize>,
     quotes: Vec<usize>,
     separators: Vec<usize>,
 }
 
 impl Closers {
     fn of(tokenizer: &Tokenizer) -> Closers {
-        let (mut brackets, mut quotes, mut separators) = (Vec::new(), Vec::new(), Vec::new());
+        let mut c = Closers {
+            markup: Vec::new(),
+            brackets: Vec::new(),
+            newlines: Vec::new(),
+            quotes: Vec::new(),
+            separators: Vec::new(),
+        };
         for id in 0..tokenizer.vocab_size() {
             let bytes = tokenizer.token_bytes(id as TokenId);
-            if bytes.is_empty() || !bytes.iter().all(|b| b"\"}], ".contains(b)) {
+            if bytes.is_empty() {
                 continue;
             }
-            if bytes.contains(&b',') {
-                separators.push(id);
+            if bytes.contains(&b'<') {
+                c.markup.push(id);
+            } else if bytes.iter().all(|b| *b == b'\n') {
+                c.newlines.push(id);
+            } else if !bytes.iter().all(|b| b"\"}], ".contains(b)) {
+                continue;
+            } else if bytes.contains(&b',') {
+                c.separators.push(id);
             } else if bytes.contains(&b'"') {
-                quotes.push(id);
+                c.quotes.push(id);
             } else if bytes.iter().all(|b| b"}]".contains(b)) {
-                brackets.push(id);
+                c.brackets.push(id);
             }
         }
-        Closers {
-            brackets,
-            quotes,
-            separators,
-        }
+        c
     }
 
     /// Keeps only the allowed (finite) logits of the first tier of closers that has any; leaves
     /// `logits` alone when the grammar allows no closer here.
     fn steer(&self, logits: &mut [f32]) {
-        for tier in [&self.brackets, &self.quotes, &self.separators] {
+        for tier in [
+            &self.markup,
+            &self.brackets,
+            &self.newlines,
+            &self.quotes,
+            &self.separators,
+        ] {
             let allowed: Vec<(usize, f32)> = tier
                 .iter()
                 .filter_map(|&i| logits.get(i).copied().map(|v| (i, v)))

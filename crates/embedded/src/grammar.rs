@@ -90,11 +90,13 @@ pub fn forced_call_in(dialect: Dialect, tools: &[&ToolSpec], lenient: bool) -> S
     forced_call_with(dialect, tools, &arguments, lenient)
 }
 
-/// A forced call ready to decode: its grammar, the tokens to keep for closing it (see
-/// [`schema::closing_cost`]) and what had to be relaxed for the grammar to compile.
+/// A forced call ready to decode: its grammar, the dialect it is written in, the tokens to keep
+/// for closing it (see [`schema::closing_cost`]) and what had to be relaxed for the grammar to
+/// compile.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ForcedCall {
     pub grammar: String,
+    pub dialect: Dialect,
     pub reserve: usize,
     pub relaxed: Vec<String>,
 }
@@ -124,6 +126,15 @@ pub fn build_forced_call(
             a
         })
         .collect();
+    // A call the dialect cannot write (a pythonic key that is no identifier, say) is hermes'.
+    let dialect = if call_grammar::writable(dialect, tools, &arguments) {
+        dialect
+    } else {
+        relaxed.push(format!(
+            "written as a <tool_call> block: {dialect} cannot hold a name or key"
+        ));
+        Dialect::Hermes
+    };
     let finish = |arguments: &[Value], grammar: String, relaxed: Vec<String>| {
         let reserve = tools
             .iter()
@@ -133,6 +144,7 @@ pub fn build_forced_call(
             .unwrap_or(0);
         ForcedCall {
             grammar,
+            dialect,
             reserve,
             relaxed,
         }

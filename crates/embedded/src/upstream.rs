@@ -253,6 +253,8 @@ impl EmbeddedUpstream {
                 }
             }
         };
+        // The dialect the output is read in: a forced call may have had to be hermes'.
+        let mut read_dialect = dialect;
         let generation = match decision {
             Decision::Call => Generation {
                 prompt,
@@ -267,6 +269,7 @@ impl EmbeddedUpstream {
                         &self.config,
                         grounding.as_ref(),
                     );
+                    read_dialect = call.dialect;
                     Constraint::Call {
                         grammar: call.grammar,
                         reserve: call.reserve,
@@ -314,7 +317,7 @@ impl EmbeddedUpstream {
                         .filter_map(|t| Some((t.name.clone(), t.parameters.clone()?)))
                         .collect(),
                 },
-                dialect,
+                dialect: read_dialect,
             },
             decision,
         ))

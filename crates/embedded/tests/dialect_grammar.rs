@@ -210,3 +210,67 @@ fn the_grammar_chooses_between_several_tools_and_a_tool_without_parameters() {
         assert!(accepts(&f, &g, &b), "{dialect} refuses {b:?}");
     }
 }
+
+/// A value is written in the type the dialect's parser reads it as: an optional string
+/// (`anyOf` with null) bare, a nullable integer as a number — never quoted JSON that would come
+/// back as a string holding quotes.
+#[test]
+fn nullable_and_any_of_values_come_back_as_written() {
+    let f = factory();
+    let tool = ToolSpec::new(
+        "note",
+        "Writes a note.",
+        json!({"type": "object", "properties": {
+            "text": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            "count": {"type": ["integer", "null"]}
+        }, "required": ["text", "count"]}),
+    );
+    let arguments = json!({"text": "buy milk", "count": 2});
+    for dialect in Dialect::ALL {
+        let g = grammar(dialect, &[&tool]);
+        let text = written(dialect, "note", &arguments);
+        assert!(accepts(&f, &g, &text), "{dialect} refuses {text:?}\n{g}");
+        assert_eq!(
+            read_back(dialect, &text, &tool),
+            vec![("note".to_owned(), arguments.clone())],
+            "{dialect}"
+        );
+        if matches!(dialect, Dialect::Qwen3Coder | Dialect::Glm45) {
+            // The string is bare text, not a JSON string (which would be read back with its
+            // quotes), and the integer is JSON of type integer only (no `null` to read as text).
+            let rule = |p: &str| g.lines().find(|l| l.starts_with(p)).unwrap_or_default();
+            assert!(!rule("c0_p0:").contains("%json"), "{dialect}: {g}");
+            assert!(
+                rule("c0_p1:").contains(r#""type":"integer""#),
+                "{dialect}: {g}"
+            );
+        }
+    }
+}
+
+/// A tool pythonic cannot write (a key that is not an identifier) is forced as hermes' block, and
+/// the relaxation says so.
+#[test]
+fn a_call_the_dialect_cannot_write_is_forced_as_a_tool_call_block() {
+    let f = factory();
+    let tool = ToolSpec::new(
+        "search",
+        "",
+        json!({"type": "object", "properties": {"max-results": {"type": "integer"}}, "required": ["max-results"]}),
+    );
+    let call = build_forced_call(
+        Dialect::Pythonic,
+        &[&tool],
+        &Limits::default(),
+        None,
+        &|g| compiles(&f, g),
+    );
+    assert_eq!(call.dialect, Dialect::Hermes);
+    assert!(
+        call.relaxed.iter().any(|r| r.contains("<tool_call>")),
+        "{:?}",
+        call.relaxed
+    );
+    let text = written(Dialect::Hermes, "search", &json!({"max-results": 3}));
+    assert!(accepts(&f, &call.grammar, &text), "{}", call.grammar);
+}

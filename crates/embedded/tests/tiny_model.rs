@@ -12,7 +12,7 @@ use toolbridge_embedded::engine::{Constraint, Finish, Generation, Sampling};
 use toolbridge_embedded::template::{chatml, unmark, TemplateMessage};
 use toolbridge_embedded::{AutoStrategy, Decision, EmbeddedConfig, EmbeddedUpstream, Engine, Pick};
 use toolbridge_protocol::mode::ToolMode;
-use toolbridge_protocol::parser::{parse, ParserConfig};
+use toolbridge_protocol::parser::{parse, Dialect, ParserConfig};
 use toolbridge_protocol::types::{ChatRequest, Message, ToolChoice, ToolSpec};
 use toolbridge_providers::{Model, Upstream, WireEvent};
 
@@ -555,8 +555,24 @@ async fn forced_calls_close_before_a_tight_token_limit() {
             "x": {"type": "number"}, "label": {"type": "string"}, "note": {"type": "string"},
         }, "required": ["x", "label"]}),
     );
-    for tools in [vec![weather_tool()], vec![measure]] {
-        forced_calls_close_within_limits(&engine, &up, tools).await;
+    for tools in [vec![weather_tool()], vec![measure.clone()]] {
+        forced_calls_close_within_limits(&engine, &up, tools, Dialect::Hermes).await;
+    }
+    // The same in the dialects that write values bare or per parameter, and one JSON frame.
+    for dialect in [
+        Dialect::Qwen3Coder,
+        Dialect::Glm45,
+        Dialect::Pythonic,
+        Dialect::KimiK2,
+    ] {
+        let up = EmbeddedUpstream::new(
+            Arc::clone(&engine),
+            EmbeddedConfig {
+                dialect: Some(dialect),
+                ..EmbeddedConfig::default()
+            },
+        );
+        forced_calls_close_within_limits(&engine, &up, vec![measure.clone()], dialect).await;
     }
 }
 
@@ -564,6 +580,7 @@ async fn forced_calls_close_within_limits(
     engine: &Engine,
     up: &EmbeddedUpstream,
     tools: Vec<ToolSpec>,
+    dialect: Dialect,
 ) {
     let validator = jsonschema::validator_for(tools[0].parameters.as_ref().unwrap()).unwrap();
     let (plan, _) = up
@@ -590,9 +607,19 @@ async fn forced_calls_close_within_limits(
                 "limit {limit}, seed {seed}: {raw}"
             );
             assert!(report.generated_tokens <= limit);
-            let (_, args) = toolbridge_embedded::upstream::read_call_block(&raw)
-                .unwrap_or_else(|| panic!("limit {limit}, seed {seed}: {raw}"));
-            let value: Value = serde_json::from_str(&args).unwrap();
+            let config = ParserConfig {
+                dialect,
+                schemas: [(tools[0].name.clone(), tools[0].parameters.clone().unwrap())]
+                    .into_iter()
+                    .collect(),
+                ..ParserConfig::with_tools([tools[0].name.as_str()])
+            };
+            let parsed = parse(&raw, &config);
+            assert!(
+                parsed.errors.is_empty() && parsed.calls.len() == 1,
+                "{dialect}, limit {limit}, seed {seed}: {raw}"
+            );
+            let value: Value = serde_json::from_str(&parsed.calls[0].arguments).unwrap();
             assert!(validator.is_valid(&value), "{value}");
         }
     }
@@ -662,13 +689,12 @@ async fn qwen_family_loads_round_trips_and_makes_a_forced_call(arch: &str) {
     assert!(validator.is_valid(&value), "{value}");
 }
 
-/// In every dialect (set, or read from the template) the model is taught its dialect's call
-/// format, a forced call is generated in it — the raw text is exactly the form the next round's
-/// history writes, read back by the dialect's parser — and it comes out as a native call whose
-/// arguments match the schema.
+/// In every dialect the model is taught its dialect's call format, a forced call is generated in
+/// it and read back by the dialect's parser (in the JSON dialects the raw text is exactly the form
+/// the next round's history writes), and it comes out as a native call whose arguments match the
+/// schema.
 #[tokio::test]
 async fn forced_calls_are_made_in_the_models_dialect() {
-    use toolbridge_protocol::parser::Dialect;
     use toolbridge_protocol::texts::dialects::CallFormat;
     use toolbridge_protocol::types::ToolCall;
 

@@ -22,7 +22,7 @@ use std::collections::{HashMap, HashSet};
 
 /// The parser's collector: a whole response (re-exported from [`crate::response`]).
 pub use crate::response::ModelResponse;
-pub use dialect::{Dialect, DialectSetting, UnknownDialect};
+pub use dialect::{parameter_type, Dialect, DialectSetting, UnknownDialect};
 pub use events::{ErrorKind, EventLog, ModelEvent, ParseError, Sink, Tee};
 pub use problem::{DialectProblem, JsonSyntax, ParseProblem, PythonicProblem};
 

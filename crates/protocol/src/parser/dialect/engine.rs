@@ -554,6 +554,9 @@ impl Engine {
         (self.spec.section)(&ctx, &body, &mut pieces);
         self.state = State::Text;
         let has_call = pieces.iter().any(|p| matches!(p, Piece::Call { .. }));
+        // After text that follows the calls, a cut-off marker start is more likely text too:
+        // visible text is never dropped.
+        let cut_is_text = matches!(pieces.last(), Some(Piece::Text(t)) if !t.trim().is_empty());
         for piece in pieces {
             match piece {
                 Piece::Text(t) if has_call => self.emit_text(&t, sink),
@@ -561,6 +564,9 @@ impl Engine {
                 Piece::Call { name, arguments } => self.emit_call(&name, &arguments, sink),
                 Piece::Error(e) => sink.error(e),
             }
+        }
+        if has_call && cut_is_text {
+            self.emit_text(cut, sink);
         }
         if !has_call {
             // No call: the section was text after all, markers and all (as for hermes blocks).

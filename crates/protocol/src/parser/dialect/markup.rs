@@ -33,8 +33,10 @@ fn between<'a>(s: &'a str, open: &str, close: &str) -> Option<(&'a str, Option<&
 
 fn qwen3_section(ctx: &SectionCtx<'_>, body: &str, out: &mut Vec<Piece>) {
     if ctx.opener == "<function=" {
-        // A bare function block: put back the markers the engine took off.
-        let close = if ctx.closed { "</function>" } else { "" };
+        // A bare function block: put back the markers the engine took off (a `</function>` the
+        // end of the stream cut off after `</` counts; a lone `<` may start `<parameter=`).
+        let closed = ctx.closed || ctx.cut.starts_with("</");
+        let close = if closed { "</function>" } else { "" };
         let whole = format!("<function={body}{close}");
         return qwen3_calls(ctx, &whole, body, out);
     }

@@ -14,6 +14,7 @@ mod values;
 
 #[cfg(test)]
 pub(crate) use pythonic::python_literal;
+pub use values::schema_type as parameter_type;
 
 use std::fmt;
 use std::str::FromStr;

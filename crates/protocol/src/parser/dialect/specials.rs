@@ -73,6 +73,9 @@ fn framed_calls(
     }
     if !found {
         out.push(ctx.error(body, DialectProblem::NoCallMarker(begin), !ctx.closed));
+    } else if !rest.trim().is_empty() {
+        // Text after the calls is kept.
+        out.push(Piece::Text(rest.to_owned()));
     }
 }
 

@@ -35,9 +35,10 @@ impl ParamTypes {
     }
 }
 
-/// A property's type: `"type": "x"`, the first non-null of `"type": [...]`, or the same inside
-/// the first `anyOf`/`oneOf` branch that has one.
-fn schema_type(prop: &Value) -> Option<String> {
+/// A property's type as the XML-like dialects read it: `"type": "x"`, the first non-null of
+/// `"type": [...]`, or the same inside the first `anyOf`/`oneOf` branch that has one. (The
+/// embedded model's grammar writes each value in the type it will be read as.)
+pub fn schema_type(prop: &Value) -> Option<String> {
     match prop.get("type") {
         Some(Value::String(t)) => return Some(t.clone()),
         Some(Value::Array(list)) => {
