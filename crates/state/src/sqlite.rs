@@ -163,9 +163,11 @@ fn open_file(path: &Path) -> Result<Connection, StoreError> {
     let mut conn = Connection::open(path).map_err(fail)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(fail)?;
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-        .map_err(fail)?;
+    // Switching a fresh file to WAL takes an exclusive lock, and SQLite answers a second
+    // connection doing the same at that moment with SQLITE_BUSY without calling the busy handler
+    // (two instances starting together on a new file): retry for as long as the busy timeout.
+    let mode: String =
+        retry_busy(|| conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))).map_err(fail)?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(StoreError::Database(format!(
             "{}: journal mode {mode}, not WAL",
@@ -177,12 +179,32 @@ fn open_file(path: &Path) -> Result<Connection, StoreError> {
     // Room for every statement of this file, so none is parsed twice.
     conn.set_prepared_statement_cache_capacity(64);
     // IMMEDIATE: two instances starting at once create the schema one after the other.
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(fail)?;
-    tx.execute_batch(SCHEMA).map_err(fail)?;
-    tx.commit().map_err(fail)?;
+    retry_busy(|| {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute_batch(SCHEMA)?;
+        tx.commit()
+    })
+    .map_err(fail)?;
     Ok(conn)
+}
+
+/// Runs `f` again while SQLite says the database is busy or locked, for up to 5 s (the busy
+/// timeout): for the steps of opening a file whose locks SQLite does not wait for itself.
+fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match f() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
 }
 
 fn response_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredResponse> {
