@@ -75,28 +75,33 @@ pub fn call_rules(
     arguments: &Value,
     lenient: bool,
 ) -> String {
-    let name = lark_string(&tool.name);
-    let args = || json_value(arguments, lenient);
+    let framed = |between: &str| {
+        format!(
+            "c{i}: {} {} {}\n",
+            lark_string(&tool.name),
+            lark_string(between),
+            json_value(arguments, lenient)
+        )
+    };
     match dialect {
-        Dialect::Hermes | Dialect::Mistral | Dialect::Granite | Dialect::Phi4Mini => {
+        Dialect::Hermes
+        | Dialect::Mistral
+        | Dialect::Granite
+        | Dialect::Phi4Mini
+        | Dialect::Llama3Json => {
+            let key = if dialect == Dialect::Llama3Json {
+                "parameters"
+            } else {
+                "arguments"
+            };
             format!(
                 "c{i}: %json {}\n",
-                call_schema(tool, "arguments", arguments, lenient)
+                call_schema(tool, key, arguments, lenient)
             )
         }
-        Dialect::Llama3Json => format!(
-            "c{i}: %json {}\n",
-            call_schema(tool, "parameters", arguments, lenient)
-        ),
-        Dialect::DeepseekV3 => format!("c{i}: {name} \"<｜tool▁sep｜>\" {}\n", args()),
-        Dialect::KimiK2 => format!(
-            "c{i}: {name} \":0<|tool_call_argument_begin|>\" {}\n",
-            args()
-        ),
-        Dialect::GptOss => format!(
-            "c{i}: {name} \" <|constrain|>json<|message|>\" {}\n",
-            args()
-        ),
+        Dialect::DeepseekV3 => framed("<｜tool▁sep｜>"),
+        Dialect::KimiK2 => framed(":0<|tool_call_argument_begin|>"),
+        Dialect::GptOss => framed(" <|constrain|>json<|message|>"),
         Dialect::Qwen3Coder | Dialect::Glm45 | Dialect::Pythonic => {
             per_parameter(dialect, i, tool, arguments, lenient)
         }

@@ -168,6 +168,20 @@ async fn collect(up: &EmbeddedUpstream, req: ChatRequest) -> Vec<WireEvent> {
     up.send(req).map(|e| e.unwrap()).collect().await
 }
 
+/// The name and the arguments of the native tool call in `events`, its deltas joined.
+fn native_call(events: &[WireEvent]) -> (String, String) {
+    let mut name = String::new();
+    let mut args = String::new();
+    for e in events {
+        if let WireEvent::ToolCall(d) = e {
+            let f = d.function.as_ref().unwrap();
+            name.push_str(f.name.as_deref().unwrap_or(""));
+            args.push_str(f.arguments.as_deref().unwrap_or(""));
+        }
+    }
+    (name, args)
+}
+
 #[tokio::test]
 async fn forced_calls_parse_and_match_the_schema_for_every_seed() {
     let engine = Arc::new(common::tiny_engine());
@@ -203,15 +217,7 @@ async fn forced_calls_parse_and_match_the_schema_for_every_seed() {
             assert!(raw.starts_with("<tool_call>{\"name\": \""), "{raw}");
             // … and the upstream hands it out as a native call.
             let events = collect(&up, request(tools.clone(), Some(choice.clone()), seed)).await;
-            let mut name = String::new();
-            let mut args = String::new();
-            for e in &events {
-                if let WireEvent::ToolCall(d) = e {
-                    let f = d.function.as_ref().unwrap();
-                    name.push_str(f.name.as_deref().unwrap_or(""));
-                    args.push_str(f.arguments.as_deref().unwrap_or(""));
-                }
-            }
+            let (name, args) = native_call(&events);
             assert!(
                 !events
                     .iter()
@@ -747,15 +753,7 @@ async fn forced_calls_are_made_in_the_models_dialect() {
                 assert_eq!(raw, rewritten, "{dialect} seed {seed}");
             }
             let events = collect(&up, req).await;
-            let mut name = String::new();
-            let mut args = String::new();
-            for e in &events {
-                if let WireEvent::ToolCall(d) = e {
-                    let f = d.function.as_ref().unwrap();
-                    name.push_str(f.name.as_deref().unwrap_or(""));
-                    args.push_str(f.arguments.as_deref().unwrap_or(""));
-                }
-            }
+            let (name, args) = native_call(&events);
             let tool = tools.iter().find(|t| t.name == name);
             let tool =
                 tool.unwrap_or_else(|| panic!("{dialect} seed {seed}: no call in {events:?}"));

@@ -69,9 +69,10 @@ impl SectionCtx<'_> {
         if self.closed {
             return (text, false);
         }
-        match cut_marker_len(text, marker) {
-            0 => (text, false),
-            k => (&text[..text.len() - k], true),
+        let keep = text.len() - super::scan::cut_len(text.as_bytes(), marker.as_bytes());
+        match text.get(..keep) {
+            Some(kept) if keep < text.len() => (kept, true),
+            _ => (text, false),
         }
     }
 
@@ -663,14 +664,6 @@ fn header_close() -> &'static Markers {
 
 /// The closer-set number of a reply-start section (no closers: the end of the stream).
 pub(crate) const REPLY_SET: usize = usize::MAX;
-
-/// The length of the longest proper, non-empty prefix of `marker` that `text` ends with.
-pub(crate) fn cut_marker_len(text: &str, marker: &str) -> usize {
-    (1..marker.len())
-        .rev()
-        .find(|&k| marker.is_char_boundary(k) && text.ends_with(&marker[..k]))
-        .unwrap_or(0)
-}
 
 fn ceil_boundary(s: &str, mut i: usize) -> usize {
     if i >= s.len() {

@@ -54,12 +54,7 @@ impl Markers {
     pub(crate) fn cut_len(&self, text: &[u8]) -> usize {
         self.list
             .iter()
-            .map(|m| {
-                (1..m.len())
-                    .rev()
-                    .find(|&k| text.ends_with(&m[..k]))
-                    .unwrap_or(0)
-            })
+            .map(|m| cut_len(text, m))
             .max()
             .unwrap_or(0)
     }
@@ -111,6 +106,14 @@ impl Markers {
         }
         Found::None
     }
+}
+
+/// The length of the longest proper, non-empty prefix of `marker` that `text` ends with.
+pub(crate) fn cut_len(text: &[u8], marker: &[u8]) -> usize {
+    (1..marker.len())
+        .rev()
+        .find(|&k| text.ends_with(&marker[..k]))
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
