@@ -18,6 +18,7 @@ pub mod run;
 pub mod skills;
 pub mod tool;
 pub mod toolbox;
+mod validators;
 
 pub use agent::{Agent, AgentConfig, AgentError, Run};
 pub use events::{FinalizationReason, Outcome, RunEvent};

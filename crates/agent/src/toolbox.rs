@@ -249,12 +249,12 @@ impl Toolbox {
             return Err(ToolboxError::Duplicate(name));
         }
         let validator = match &tool.spec().parameters {
-            Some(schema) => Some(Arc::new(jsonschema::validator_for(schema).map_err(
-                |e| ToolboxError::BadSchema {
+            Some(schema) => Some(crate::validators::validator(schema).map_err(|message| {
+                ToolboxError::BadSchema {
                     name: name.clone(),
-                    message: e.to_string(),
-                },
-            )?)),
+                    message,
+                }
+            })?),
             None => None,
         };
         toolbridge_protocol::validate::validate_tool(self.entries.len(), tool.spec()).map_err(

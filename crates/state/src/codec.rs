@@ -97,7 +97,9 @@ pub(crate) struct StoredResponse {
 }
 
 impl StoredResponse {
-    pub fn encode(r: ResponseRecord) -> Result<Self, StoreError> {
+    /// The stored form of `r`, written from a reference: callers keep their record (a running
+    /// response is written at its start and again at its end) without a deep copy of its JSON.
+    pub fn encode(r: &ResponseRecord) -> Result<Self, StoreError> {
         let what = format!("response {}", r.id);
         let null = Value::Null;
         let [body, input_items, context, run] = encode_all(
@@ -111,15 +113,15 @@ impl StoredResponse {
         )?;
         Ok(StoredResponse {
             run: r.run.is_some().then_some(run),
-            id: r.id,
-            owner: r.owner,
-            status: r.status,
+            id: r.id.clone(),
+            owner: r.owner.clone(),
+            status: r.status.clone(),
             created_at: r.created_at,
             updated_at: r.updated_at,
             expires_at: r.expires_at,
-            instance: r.instance,
-            previous_response_id: r.previous_response_id,
-            conversation_id: r.conversation_id,
+            instance: r.instance.clone(),
+            previous_response_id: r.previous_response_id.clone(),
+            conversation_id: r.conversation_id.clone(),
             body,
             input_items,
             context,

@@ -171,7 +171,7 @@ pub enum StoreError {
 pub trait Store: Send + Sync + 'static {
     /// Inserts or replaces the response with this id. A response of that id owned by someone
     /// else is left alone: [`StoreError::Conflict`].
-    fn put_response(&self, r: ResponseRecord) -> BoxFuture<'_, Result<(), StoreError>>;
+    fn put_response(&self, r: &ResponseRecord) -> BoxFuture<'_, Result<(), StoreError>>;
     fn get_response(
         &self,
         owner: &str,

@@ -53,16 +53,16 @@ fn running(status: &str) -> bool {
 }
 
 impl Store for MemoryStore {
-    fn put_response(&self, r: ResponseRecord) -> BoxFuture<'_, Result<(), StoreError>> {
+    fn put_response(&self, r: &ResponseRecord) -> BoxFuture<'_, Result<(), StoreError>> {
         // Encoded only to apply the databases' size bound.
-        let result = StoredResponse::encode(r.clone()).and_then(|_| {
+        let result = StoredResponse::encode(r).and_then(|_| {
             let mut inner = self.lock();
             match inner.responses.get(&r.id) {
                 Some(old) if old.owner != r.owner => {
                     Err(StoreError::Conflict(format!("response {}", r.id)))
                 }
                 _ => {
-                    inner.responses.insert(r.id.clone(), r);
+                    inner.responses.insert(r.id.clone(), r.clone());
                     Ok(())
                 }
             }

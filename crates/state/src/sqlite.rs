@@ -267,9 +267,14 @@ fn immediate(c: &mut Connection) -> rusqlite::Result<rusqlite::Transaction<'_>> 
 }
 
 impl Store for SqliteStore {
-    fn put_response(&self, r: ResponseRecord) -> BoxFuture<'_, Result<(), StoreError>> {
+    fn put_response(&self, r: &ResponseRecord) -> BoxFuture<'_, Result<(), StoreError>> {
+        // Encoded here rather than in the blocking pool: from a reference, so the caller's
+        // record is not deep-copied first (cheaper than the copy it replaces).
+        let s = match StoredResponse::encode(r) {
+            Ok(s) => s,
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
         self.run(move |c| {
-            let s = StoredResponse::encode(r)?;
             // The owner condition makes a put over another owner's id change nothing.
             let changed = c
                 .prepare_cached(

@@ -96,7 +96,7 @@ async fn the_default_sqlite_file_and_its_folders_are_created_owner_only_in_wal_m
     let mut cfg = config(None);
     cfg.sqlite_path = path.clone();
     let store = open(&cfg).await.unwrap();
-    store.put_response(record("resp_1")).await.unwrap();
+    store.put_response(&record("resp_1")).await.unwrap();
 
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&dir.path().join("data")), 0o700);

@@ -40,7 +40,7 @@ async fn postgres_store_pools_its_connections_and_reconnects_after_they_drop() {
     );
     let store = PostgresStore::connect(&url, MAX_FILE).await.unwrap();
     let r = response("ada", "resp_1");
-    store.put_response(r.clone()).await.unwrap();
+    store.put_response(&r).await.unwrap();
 
     // Calls at once each get a connection of their own, up to the pool's size and no more.
     let calls = (0..POOL_SIZE * 2).map(|_| store.get_response("ada", "resp_1"));
@@ -82,7 +82,7 @@ async fn postgres_store_pools_its_connections_and_reconnects_after_they_drop() {
     }
     let mut later = r.clone();
     later.status = "completed".into();
-    store.put_response(later.clone()).await.unwrap();
+    store.put_response(&later).await.unwrap();
     for _ in 0..POOL_SIZE * 2 {
         assert_eq!(
             store.get_response("ada", "resp_1").await.unwrap().unwrap(),

@@ -38,7 +38,7 @@ async fn state_writer_child() {
     };
     let store = SqliteStore::open(PathBuf::from(path), 1024).await.unwrap();
     for i in 0..1_000_000u64 {
-        store.put_response(record(i)).await.unwrap();
+        store.put_response(&record(i)).await.unwrap();
         let mut out = std::io::stdout().lock();
         writeln!(out, "stored {i}").unwrap();
         out.flush().unwrap();
@@ -95,5 +95,5 @@ async fn sqlite_keeps_every_stored_response_across_a_kill() {
             "stored response {i} is missing"
         );
     }
-    store.put_response(record(u64::MAX)).await.unwrap();
+    store.put_response(&record(u64::MAX)).await.unwrap();
 }

@@ -55,7 +55,7 @@ fn conflict<T: std::fmt::Debug>(result: Result<T, StoreError>) {
 async fn response_round_trip(b: &Backend) {
     let s = &b.store;
     let mut r = response("ada", "resp_1");
-    s.put_response(r.clone()).await.unwrap();
+    s.put_response(&r).await.unwrap();
     let got = s.get_response("ada", "resp_1").await.unwrap().unwrap();
     assert_eq!(got, r);
     // Byte for byte: key order and escapes as stored.
@@ -75,10 +75,10 @@ async fn response_round_trip(b: &Backend) {
     r.input_items = json!([]);
     r.context = serde_json::Value::Null;
     r.run = Some(json!({"machine": {"round": 2}}));
-    s.put_response(r.clone()).await.unwrap();
+    s.put_response(&r).await.unwrap();
     assert_eq!(s.get_response("ada", "resp_1").await.unwrap().unwrap(), r);
     r.run = Some(serde_json::Value::Null);
-    s.put_response(r.clone()).await.unwrap();
+    s.put_response(&r).await.unwrap();
     assert_eq!(s.get_response("ada", "resp_1").await.unwrap().unwrap(), r);
 
     assert!(s.get_response("ada", "resp_none").await.unwrap().is_none());
@@ -244,7 +244,7 @@ async fn file_round_trip_and_listing(b: &Backend) {
 async fn owner_isolation(b: &Backend) {
     let s = &b.store;
     let r = response("ada", "resp_a");
-    s.put_response(r.clone()).await.unwrap();
+    s.put_response(&r).await.unwrap();
     let c = s
         .put_conversation(conversation("ada", "conv_a"), None)
         .await
@@ -278,7 +278,7 @@ async fn owner_isolation(b: &Backend) {
     // Nor can another owner overwrite: every put over ada's ids conflicts.
     let mut theirs = response("bob", "resp_a");
     theirs.body = json!({"stolen": true});
-    conflict(s.put_response(theirs).await);
+    conflict(s.put_response(&theirs).await);
     conflict(
         s.put_conversation(conversation("bob", "conv_a"), None)
             .await,
@@ -370,7 +370,7 @@ async fn recover_fails_only_running_rows_of_the_instance_or_stale(b: &Backend) {
         (row("resp_cancelled", "cancelled", "me", 100), false),
     ];
     for (r, _) in &rows {
-        s.put_response(r.clone()).await.unwrap();
+        s.put_response(&r).await.unwrap();
     }
     let recovered = s.recover("me", 500, "the instance stopped").await.unwrap();
     assert_eq!(recovered, 4);
@@ -414,16 +414,16 @@ async fn heartbeat_keeps_a_row_out_of_the_stale_rule(b: &Backend) {
         r.updated_at = 100;
         r
     };
-    s.put_response(row("resp_beating", "i2", "in_progress"))
+    s.put_response(&row("resp_beating", "i2", "in_progress"))
         .await
         .unwrap();
-    s.put_response(row("resp_silent", "i2", "in_progress"))
+    s.put_response(&row("resp_silent", "i2", "in_progress"))
         .await
         .unwrap();
-    s.put_response(row("resp_elsewhere", "i3", "queued"))
+    s.put_response(&row("resp_elsewhere", "i3", "queued"))
         .await
         .unwrap();
-    s.put_response(row("resp_finished", "i2", "completed"))
+    s.put_response(&row("resp_finished", "i2", "completed"))
         .await
         .unwrap();
     let ids = [
@@ -472,7 +472,7 @@ async fn expire_deletes_expired_rows_and_file_contents(b: &Backend) {
         ("resp_later", Some(300)),
         ("resp_kept", None),
     ] {
-        s.put_response(expiring(id, at)).await.unwrap();
+        s.put_response(&expiring(id, at)).await.unwrap();
     }
     for (id, at) in [
         ("file-old", Some(199)),
@@ -542,9 +542,9 @@ async fn record_json_cap(b: &Backend) {
     let half = json!("x".repeat(MAX_RECORD_JSON_BYTES / 2));
     let mut r = response("ada", "resp_big");
     r.body = half.clone();
-    s.put_response(r.clone()).await.unwrap();
+    s.put_response(&r).await.unwrap();
     r.context = half.clone();
-    let result = s.put_response(r).await;
+    let result = s.put_response(&r).await;
     assert!(matches!(result, Err(StoreError::TooLarge(_))), "{result:?}");
     // The earlier version stays.
     let stored = s.get_response("ada", "resp_big").await.unwrap().unwrap();

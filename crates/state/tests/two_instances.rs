@@ -35,13 +35,13 @@ async fn two_instances(a: &Arc<dyn Store>, b: &Arc<dyn Store>) {
     r.instance = "a".into();
     r.status = "completed".into();
     r.run = Some(json!({"waiting_for": ["call_1"]}));
-    a.put_response(r.clone()).await.unwrap();
+    a.put_response(&r).await.unwrap();
     // …resumed on the other, which stores the continuation.
     assert_eq!(b.get_response("ada", "resp_1").await.unwrap().unwrap(), r);
     let mut next = response("ada", "resp_2");
     next.instance = "b".into();
     next.previous_response_id = Some("resp_1".into());
-    b.put_response(next.clone()).await.unwrap();
+    b.put_response(&next).await.unwrap();
     assert_eq!(
         a.get_response("ada", "resp_2").await.unwrap().unwrap(),
         next
@@ -96,7 +96,7 @@ async fn two_instances(a: &Arc<dyn Store>, b: &Arc<dyn Store>) {
         let mut run = response("ada", id);
         run.instance = "a".into();
         run.updated_at = 100;
-        a.put_response(run).await.unwrap();
+        a.put_response(&run).await.unwrap();
     }
     a.heartbeat("a", &["resp_alive".to_owned()], 1_000)
         .await
@@ -114,7 +114,7 @@ async fn two_instances(a: &Arc<dyn Store>, b: &Arc<dyn Store>) {
         let store = if i % 2 == 0 { a } else { b };
         let mut r = response("bob", &format!("resp_w{i}"));
         r.status = "completed".into();
-        async move { store.put_response(r).await }
+        async move { store.put_response(&r).await }
     });
     for result in futures::future::join_all(writes).await {
         result.unwrap();

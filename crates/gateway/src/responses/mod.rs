@@ -89,7 +89,7 @@ pub(crate) async fn create(
         // Stored as in_progress before the answer, so a retrieve right after finds it.
         let store = state.responses.store().await.ok();
         if let Some(store) = &store {
-            if let Err(e) = store.put_response(prepared.record.clone()).await {
+            if let Err(e) = store.put_response(&prepared.record).await {
                 tracing::error!(error = %e, response = %id, "responses: storing a background response failed");
                 return ApiError::state_unavailable().into_response();
             }
@@ -267,7 +267,7 @@ pub(crate) async fn cancel(
         let Ok(store) = state.responses.store().await else {
             return ApiError::internal().into_response();
         };
-        if let Err(e) = store.put_response(record.clone()).await {
+        if let Err(e) = store.put_response(&record).await {
             tracing::error!(error = %e, "responses: storing a cancellation failed");
             return ApiError::internal().into_response();
         }

@@ -346,7 +346,7 @@ pub(crate) async fn execute(state: Arc<AppState>, prepared: Prepared, sink: Sink
     service.register(&id, run.cancel_token());
     if keep {
         if let Some(store) = &store {
-            if let Err(e) = store.put_response(record.clone()).await {
+            if let Err(e) = store.put_response(&record).await {
                 tracing::error!(error = %e, response = %id, "responses: storing the started response failed");
             }
         }
@@ -361,8 +361,11 @@ pub(crate) async fn execute(state: Arc<AppState>, prepared: Prepared, sink: Sink
             }
         }
     };
-    send(("response.created", json!({"response": record.body}))).await;
-    send(("response.in_progress", json!({"response": record.body}))).await;
+    if sink.is_some() {
+        // Built only for a stream: each is a deep copy of the response object.
+        send(("response.created", json!({"response": record.body}))).await;
+        send(("response.in_progress", json!({"response": record.body}))).await;
+    }
 
     let container_id = container.clone();
     let mut assembler = Assembler::new(run.kinds().clone(), Some(container))
@@ -394,7 +397,8 @@ pub(crate) async fn execute(state: Arc<AppState>, prepared: Prepared, sink: Sink
     run.end_admission();
 
     let (status, error, incomplete) = status_of(&finished, paused.is_some());
-    let mut body = record.body.clone();
+    // The record's body becomes the final one in place (no copy; it is stored, then returned).
+    let mut body = std::mem::take(&mut record.body);
     body["status"] = json!(status);
     body["error"] = error;
     body["incomplete_details"] = incomplete;
@@ -407,7 +411,9 @@ pub(crate) async fn execute(state: Arc<AppState>, prepared: Prepared, sink: Sink
         "incomplete" => "response.incomplete",
         _ => "response.failed",
     };
-    send((terminal, json!({"response": body}))).await;
+    if sink.is_some() {
+        send((terminal, json!({"response": body}))).await;
+    }
 
     if let (Some((ws, before)), Some(store)) = (&run.workspace, &store) {
         super::staging::keep_outputs(
@@ -427,20 +433,20 @@ pub(crate) async fn execute(state: Arc<AppState>, prepared: Prepared, sink: Sink
         .collect();
     record.status = status.to_owned();
     record.updated_at = toolbridge_state::now();
-    record.body = body.clone();
+    record.body = body;
     record.context = json!({"workspace": workspace_key, "messages": messages});
     record.run = paused.and_then(|m| serde_json::to_value(&m).ok());
     if let Some(store) = &store {
         if keep {
-            if let Err(e) = store.put_response(record.clone()).await {
+            if let Err(e) = store.put_response(&record).await {
                 tracing::error!(error = %e, response = %id, "responses: storing the finished response failed");
             }
         }
         if let Some(conversation) = conversation {
-            save_conversation(store.as_ref(), conversation, &record, &body).await;
+            save_conversation(store.as_ref(), conversation, &record, &record.body).await;
         }
     }
-    body
+    record.body
 }
 
 /// The Responses API's reading of a run: the assembler, given the image an `image_generate`

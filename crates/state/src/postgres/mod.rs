@@ -178,10 +178,13 @@ fn file_row(r: &Row) -> Pg<FileRecord> {
 }
 
 impl Store for PostgresStore {
-    fn put_response(&self, r: ResponseRecord) -> BoxFuture<'_, Result<(), StoreError>> {
+    fn put_response(&self, r: &ResponseRecord) -> BoxFuture<'_, Result<(), StoreError>> {
+        let s = match StoredResponse::encode(r) {
+            Ok(s) => s,
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
         self.with(move |conn| {
             Box::pin(async move {
-                let s = StoredResponse::encode(r)?;
                 // The owner condition makes a put over another owner's id change nothing.
                 let changed = conn
                     .execute(
