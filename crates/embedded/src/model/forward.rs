@@ -7,9 +7,11 @@ use std::sync::{Mutex, MutexGuard};
 
 use super::cache::{poisoned, KvCache, Local, Shared, ThreadOut};
 use super::matrix::{Matrix, Stack};
-use super::ops::{add, attend, rms_norm, rms_norm_in_place, rope, rope_halves, swiglu};
+use super::ops::{
+    add, attend, geglu, rms_norm, rms_norm_in_place, rope, rope_halves, softcap, swiglu, Scores,
+};
 use super::team::{self, share, Barrier};
-use super::Rotation;
+use super::{Activation, Rotation};
 use super::{Layer, Weights};
 use crate::error::EmbeddedError;
 
@@ -67,19 +69,27 @@ pub(super) fn forward(
     local.x.resize(m * e, 0.0);
     for (row, &t) in local.x.chunks_exact_mut(e).zip(tokens) {
         w.embeddings.row_into(t as usize, row);
-    }
-    // Rotation angles of the fed positions, as candle-transformers computes its tables.
-    let half = hp.head_dim / 2;
-    local.cos.clear();
-    local.sin.clear();
-    for p in pos..pos + m {
-        for &th in &w.theta {
-            let a = p as f32 * th;
-            local.cos.push(a.cos());
-            local.sin.push(a.sin());
+        if hp.embed_scale != 1.0 {
+            row.iter_mut().for_each(|v| *v *= hp.embed_scale);
         }
     }
-    debug_assert_eq!(local.cos.len(), m * half);
+    // Rotation angles of the fed positions, per table, as candle-transformers computes them;
+    // Phi-3's long-context factor scales the rotation's magnitude. Only the first `rope_dim`
+    // dimensions of a head turn.
+    let half = hp.rope_dim / 2;
+    local.cos.clear();
+    local.sin.clear();
+    let mag = hp.rope_attn_factor;
+    for theta in &w.thetas {
+        for p in pos..pos + m {
+            for &th in theta {
+                let a = p as f32 * th;
+                local.cos.push(a.cos() * mag);
+                local.sin.push(a.sin() * mag);
+            }
+        }
+    }
+    debug_assert_eq!(local.cos.len(), w.thetas.len() * m * half);
     let step = Step {
         w,
         sh: shared,
@@ -133,6 +143,7 @@ fn program(
         barrier.wait()?;
         if let Some(l) = main.as_deref_mut() {
             s.gather(&[&layer.wo], &mut l.full)?;
+            post_norm(&mut l.full, &layer.post_attn_norm, eps, e);
             add(&mut l.x, &l.full);
             s.set_act(e, |f| norm_rows(&l.x, &layer.ffn_norm, eps, e, f))?;
         }
@@ -147,6 +158,7 @@ fn program(
         barrier.wait()?;
         if let Some(l) = main.as_deref_mut() {
             s.gather(&[&layer.w_down], &mut l.full)?;
+            post_norm(&mut l.full, &layer.post_ffn_norm, eps, e);
             add(&mut l.x, &l.full);
         }
     }
@@ -161,8 +173,21 @@ fn program(
     barrier.wait()?;
     if let Some(l) = main {
         s.gather_rows(&[output], 1, &mut l.logits)?;
+        if let Some(cap) = hp.final_softcap {
+            l.logits.iter_mut().for_each(|v| *v = softcap(*v, cap));
+        }
     }
     Ok(())
+}
+
+/// Gemma 2/3's norm of a block's output rows before they join the stream (empty: none).
+fn post_norm(rows: &mut [f32], weight: &[f32], eps: f32, e: usize) {
+    if weight.is_empty() {
+        return;
+    }
+    for row in rows.chunks_exact_mut(e) {
+        rms_norm_in_place(row, weight, eps);
+    }
 }
 
 fn norm_rows(
@@ -240,8 +265,17 @@ impl Step<'_> {
         buf.aux.resize(self.m * width, 0.0);
         gates.product(mine.clone(), &act, self.m, &mut buf.out);
         ups.product(mine, &act, self.m, &mut buf.aux);
-        for (g, u) in buf.out.iter_mut().zip(&buf.aux) {
-            *g = swiglu(*g, *u);
+        match self.w.hparams.activation {
+            Activation::Silu => {
+                for (g, u) in buf.out.iter_mut().zip(&buf.aux) {
+                    *g = swiglu(*g, *u);
+                }
+            }
+            Activation::GeluTanh => {
+                for (g, u) in buf.out.iter_mut().zip(&buf.aux) {
+                    *g = geglu(*g, *u);
+                }
+            }
         }
         Ok(())
     }
@@ -284,8 +318,8 @@ impl Step<'_> {
     }
 
     /// Splits the gathered q|k|v rows, normalizes each q and k head where the model has those norms
-    /// (Qwen3), rotates q and k, stores q for the attention phase and
-    /// appends k and v to the cache.
+    /// (Qwen3, Gemma 3), rotates q and k (their first `rope_dim` dimensions), stores q for the
+    /// attention phase and appends k and v to the cache.
     fn rotate_and_cache(
         &self,
         li: usize,
@@ -294,7 +328,7 @@ impl Step<'_> {
     ) -> Result<(), EmbeddedError> {
         let hp = &self.w.hparams;
         let hd = hp.head_dim;
-        let half = hd / 2;
+        let half = hp.rope_dim / 2;
         let (qd, kvd) = (hp.n_head * hd, hp.n_kv_head * hd);
         let width = qd + 2 * kvd;
         let mut q = self.sh.q.write().map_err(poisoned)?;
@@ -303,10 +337,8 @@ impl Step<'_> {
         q.resize(self.m * qd, 0.0);
         for p in 0..self.m {
             let row = &mut l.full[p * width..(p + 1) * width];
-            let (cos, sin) = (
-                &l.cos[p * half..(p + 1) * half],
-                &l.sin[p * half..(p + 1) * half],
-            );
+            let at = (layer.rope * self.m + p) * half;
+            let (cos, sin) = (&l.cos[at..at + half], &l.sin[at..at + half]);
             for (n, head) in row[..qd + kvd].chunks_exact_mut(hd).enumerate() {
                 if hp.qk_norm {
                     let weight = if n < hp.n_head {
@@ -316,9 +348,10 @@ impl Step<'_> {
                     };
                     rms_norm_in_place(head, weight, hp.rms_eps as f32);
                 }
+                let turned = &mut head[..hp.rope_dim];
                 match hp.rotation {
-                    Rotation::Interleaved => rope(head, cos, sin),
-                    Rotation::Halves => rope_halves(head, cos, sin),
+                    Rotation::Interleaved => rope(turned, cos, sin),
+                    Rotation::Halves => rope_halves(turned, cos, sin),
                 }
             }
             q[p * qd..(p + 1) * qd].copy_from_slice(&row[..qd]);
@@ -347,7 +380,8 @@ impl Step<'_> {
         let hd = hp.head_dim;
         let qd = hp.n_head * hd;
         let group = hp.n_head / hp.n_kv_head;
-        let scale = 1.0 / (hd as f32).sqrt();
+        let scale = hp.attn_scale;
+        let layer = &self.w.layers[li];
         let q = self.sh.q.read().map_err(poisoned)?;
         let kv = self.sh.kv.read().map_err(poisoned)?;
         let mut guard = self.out(t)?;
@@ -355,15 +389,24 @@ impl Step<'_> {
         buf.out.clear();
         for (h, p) in self.items(t) {
             let i = li * hp.n_kv_head + h / group;
-            // Causal: position pos + p sees itself and everything before.
-            let n = (self.pos + p + 1) * hd;
+            // Causal: position pos + p sees itself and everything before, or in a local layer
+            // the window's last positions.
+            let seen = self.pos + p + 1;
+            let from = match layer.local {
+                true => seen.saturating_sub(hp.sliding_window) * hd,
+                false => 0,
+            };
+            let n = seen * hd;
             let start = buf.out.len();
             buf.out.resize(start + hd, 0.0);
             attend(
                 &q[p * qd + h * hd..p * qd + (h + 1) * hd],
-                &kv.keys[i][..n],
-                &kv.values[i][..n],
-                scale,
+                &kv.keys[i][from..n],
+                &kv.values[i][from..n],
+                Scores {
+                    scale,
+                    softcap: hp.attn_softcap,
+                },
                 &mut buf.scores,
                 &mut buf.out[start..],
             );

@@ -47,7 +47,7 @@ impl Activation {
     }
 }
 
-/// The 4/5-bit types, which a load target may change (see [`Matrix::from_qtensor`]).
+/// The 4/5-bit types, which a load target may change (see [`Matrix::from_rows`]).
 pub(crate) fn needs_requantize(dtype: GgmlDType) -> bool {
     matches!(
         dtype,
@@ -107,32 +107,49 @@ fn requantize<T: Copy + Default>(
 }
 
 impl Matrix {
-    /// Converts a 2-D GGUF tensor: Q8_0, Q4_1 and Q4_0 are kept exactly (8-bit and 4-bit
-    /// blocks), F32/F16/BF16 become F32, Q5_0/Q5_1 become 8-bit blocks (4-bit when `target` is
-    /// Q4_0), anything else (k-quants) 8-bit blocks (a small second rounding). Returns whether
-    /// the tensor is one of the 4/5-bit types converted (the count `Weights::requantized`
-    /// reports).
-    pub fn from_qtensor(t: &QTensor, target: GgmlDType) -> Result<(Matrix, bool), EmbeddedError> {
-        let (rows, cols) = t.shape().dims2()?;
+    /// Converts rows `range` of a 2-D GGUF tensor (all of them, or a part of a fused tensor:
+    /// Phi-3's `attn_qkv` and gate|up `ffn_up`, cut from the stored bytes so the weights stay as
+    /// stored): Q8_0, Q4_1 and Q4_0 are kept exactly (8-bit and 4-bit blocks), F32/F16/BF16
+    /// become F32, Q5_0/Q5_1 become 8-bit blocks (4-bit when `target` is Q4_0), anything else
+    /// (k-quants) 8-bit blocks (a small second rounding). Returns whether the tensor is one of
+    /// the 4/5-bit types converted (the count `Weights::requantized` reports).
+    pub fn from_rows(
+        t: &QTensor,
+        range: Range<usize>,
+        target: GgmlDType,
+    ) -> Result<(Matrix, bool), EmbeddedError> {
+        let (all_rows, cols) = t.shape().dims2()?;
         let dtype = t.dtype();
         let blocks = cols.is_multiple_of(QK);
         let converted = needs_requantize(dtype) && dtype != target && blocks;
-        let data = t.data()?;
+        let stored = t.data()?;
+        let row_bytes = cols / dtype.block_size() * dtype.type_size();
+        if range.start > range.end
+            || range.end > all_rows
+            || !cols.is_multiple_of(dtype.block_size())
+            || stored.len() < all_rows * row_bytes
+        {
+            return Err(EmbeddedError::Format(format!(
+                "rows {range:?} of a {all_rows}×{cols} {dtype:?} tensor"
+            )));
+        }
+        let rows = range.len();
+        let data = &stored[range.start * row_bytes..range.end * row_bytes];
         let nb = cols / QK;
         let packed = |p: Packed| Rows::Packed(p);
         let out = match dtype {
             GgmlDType::F32 | GgmlDType::F16 | GgmlDType::BF16 => {
-                Rows::F32(to_f32(dtype, &data, rows * cols)?)
+                Rows::F32(to_f32(dtype, data, rows * cols)?)
             }
-            _ if !blocks => Rows::F32(to_f32(dtype, &data, rows * cols)?),
-            GgmlDType::Q8_0 => packed(Packed::Q8(from_bytes(&data, rows, nb, 34, B8::from_q8_0))),
-            GgmlDType::Q4_1 => packed(Packed::Q4(from_bytes(&data, rows, nb, 20, B4::from_q4_1))),
-            GgmlDType::Q4_0 => packed(Packed::Q4(from_bytes(&data, rows, nb, 18, B4::from_q4_0))),
+            _ if !blocks => Rows::F32(to_f32(dtype, data, rows * cols)?),
+            GgmlDType::Q8_0 => packed(Packed::Q8(from_bytes(data, rows, nb, 34, B8::from_q8_0))),
+            GgmlDType::Q4_1 => packed(Packed::Q4(from_bytes(data, rows, nb, 20, B4::from_q4_1))),
+            GgmlDType::Q4_0 => packed(Packed::Q4(from_bytes(data, rows, nb, 18, B4::from_q4_0))),
             GgmlDType::Q5_0 | GgmlDType::Q5_1 if target == GgmlDType::Q4_0 => packed(Packed::Q4(
-                requantize(&data, dtype, rows, cols, B4::quantize)?,
+                requantize(data, dtype, rows, cols, B4::quantize)?,
             )),
             _ => packed(Packed::Q8(requantize(
-                &data,
+                data,
                 dtype,
                 rows,
                 cols,

@@ -16,15 +16,23 @@
 //! used as stored (exact), as are Q4_0 and Q8_0; Q5_0/Q5_1 and k-quants become 8-bit blocks
 //! (a small second rounding), or 4-bit blocks with the `q4_0` load target.
 //!
-//! Architectures: `llama` (Llama 1/2/3, SmolLM/SmolLM2, TinyLlama, Mistral without sliding window)
-//! and `qwen2` (Qwen2/Qwen2.5: biases on the query, key and value products, and the rotation on
-//! the two halves of a head rather than on interleaved pairs, as llama.cpp's "NEOX" rope), and
-//! `qwen3` (Qwen3: no biases, but an RMS norm on every query and key head before the rotation,
-//! and a head size of its own, `attention.key_length`, not `embedding_length / head_count`);
-//! others are refused with a clear error naming the supported ones.
+//! Architectures (their choices read into [`Hparams`], in `hparams.rs`): `llama` (Llama 1/2/3,
+//! SmolLM/SmolLM2, TinyLlama, Mistral without sliding window); `qwen2` (Qwen2/Qwen2.5: biases on
+//! the query, key and value products, and the rotation on the two halves of a head rather than on
+//! interleaved pairs, as llama.cpp's "NEOX" rope); `qwen3` (Qwen3: no biases, but an RMS norm on
+//! every query and key head before the rotation, and a head size of its own,
+//! `attention.key_length`, not `embedding_length / head_count`); `phi3` (Phi-3/3.5, Phi-4-mini:
+//! q|k|v and gate|up stored fused, cut apart at load from the stored bytes; the long-context
+//! "longrope" factors per rotary frequency and the magnitude factor; Phi-4-mini rotates only the
+//! first `rope.dimension_count` dimensions of a head); `gemma`, `gemma2`, `gemma3`
+//! (embeddings times √n_embd, GELU, tied output; Gemma 2 and 3 add norms on each block's output
+//! and sliding-window attention on some layers, Gemma 2 soft-caps scores and logits, Gemma 3
+//! normalizes q/k heads and rotates its local layers with their own base); others are refused
+//! with a clear error naming the supported ones.
 
 mod cache;
 mod forward;
+mod hparams;
 mod kernel;
 mod matrix;
 mod ops;
@@ -38,48 +46,14 @@ mod tests;
 use std::io::{Read, Seek};
 
 use candle_core::quantized::gguf_file::Content;
-use candle_core::quantized::GgmlDType;
+use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::Device;
 
 pub use cache::KvCache;
+pub use hparams::{Activation, Hparams, Rotation, SUPPORTED_ARCHITECTURES};
 use matrix::{dequantize_all, Matrix};
 
 use crate::error::EmbeddedError;
-
-/// The longest context supported (llama's context length, capped).
-const MAX_CONTEXT: usize = 8192;
-
-/// The architectures the forward pass implements, as `general.architecture` names them.
-pub const SUPPORTED_ARCHITECTURES: &str =
-    "llama (Llama, SmolLM, TinyLlama, Mistral), qwen2 (Qwen2, Qwen2.5), qwen3 (Qwen3)";
-
-/// How a head's dimensions are paired for the rotary embedding.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Rotation {
-    /// Pairs (0, 1), (2, 3), …: llama's GGUF layout (llama.cpp's "NORM").
-    Interleaved,
-    /// Pairs (i, i + head_dim/2): Qwen2 and most others (llama.cpp's "NEOX").
-    Halves,
-}
-
-/// Model hyper-parameters read from the GGUF.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Hparams {
-    pub architecture: String,
-    pub n_layer: usize,
-    pub n_embd: usize,
-    pub n_head: usize,
-    pub n_kv_head: usize,
-    pub head_dim: usize,
-    pub rope_base: f32,
-    pub rms_eps: f64,
-    pub context_length: usize,
-    pub rotation: Rotation,
-    /// Biases on the query, key and value products (Qwen2).
-    pub qkv_bias: bool,
-    /// An RMS norm on each query and key head before the rotation (Qwen3).
-    pub qk_norm: bool,
-}
 
 struct Layer {
     wq: Matrix,
@@ -92,10 +66,17 @@ struct Layer {
     q_norm: Vec<f32>,
     k_norm: Vec<f32>,
     attn_norm: Vec<f32>,
+    /// The norms of the attention and feed-forward outputs (empty: none).
+    post_attn_norm: Vec<f32>,
+    post_ffn_norm: Vec<f32>,
     w_gate: Matrix,
     w_down: Matrix,
     w_up: Matrix,
     ffn_norm: Vec<f32>,
+    /// Which table of rotary angles the layer uses (Gemma 3's local layers have their own).
+    rope: usize,
+    /// Attends through the sliding window.
+    local: bool,
 }
 
 /// The weights (shared, read-only).
@@ -106,72 +87,13 @@ pub struct Weights {
     out_norm: Vec<f32>,
     /// `None`: tied to the embeddings.
     output: Option<Matrix>,
-    /// Rotary frequencies, one per pair of a head.
-    theta: Vec<f32>,
+    /// Rotary frequencies, one per pair of a head, per table ([`Layer::rope`]).
+    thetas: Vec<Vec<f32>>,
     pub vocab_size: usize,
     /// How many tensors of the 4/5-bit types were converted at load (into our block layout, or
     /// re-quantized).
     pub requantized: usize,
     threads: usize,
-}
-
-fn md_u32(ct: &Content, key: &str) -> Result<usize, EmbeddedError> {
-    ct.metadata
-        .get(key)
-        .and_then(|v| v.to_u32().ok())
-        .map(|v| v as usize)
-        .ok_or_else(|| EmbeddedError::Format(format!("the GGUF has no `{key}`")))
-}
-
-impl Hparams {
-    pub fn from_gguf(ct: &Content) -> Result<Hparams, EmbeddedError> {
-        let architecture = ct
-            .metadata
-            .get("general.architecture")
-            .and_then(|v| v.to_string().ok())
-            .cloned()
-            .unwrap_or_default();
-        let (rotation, qkv_bias, qk_norm) = match architecture.as_str() {
-            "llama" => (Rotation::Interleaved, false, false),
-            "qwen2" => (Rotation::Halves, true, false),
-            "qwen3" => (Rotation::Halves, false, true),
-            _ => {
-                return Err(EmbeddedError::Unsupported(format!(
-                    "architecture `{architecture}` (supported: {SUPPORTED_ARCHITECTURES})"
-                )))
-            }
-        };
-        let a = &architecture;
-        let n_head = md_u32(ct, &format!("{a}.attention.head_count"))?;
-        let n_embd = md_u32(ct, &format!("{a}.embedding_length"))?;
-        // Qwen3 states its head size (e.g. 128 for 16 heads of a 1024 stream); the others derive it.
-        let head_dim =
-            md_u32(ct, &format!("{a}.attention.key_length")).unwrap_or(n_embd / n_head.max(1));
-        Ok(Hparams {
-            n_layer: md_u32(ct, &format!("{a}.block_count"))?,
-            n_embd,
-            n_head,
-            n_kv_head: md_u32(ct, &format!("{a}.attention.head_count_kv")).unwrap_or(n_head),
-            head_dim,
-            rope_base: ct
-                .metadata
-                .get(&format!("{a}.rope.freq_base"))
-                .and_then(|v| v.to_f32().ok())
-                .unwrap_or(10_000.0),
-            rms_eps: ct
-                .metadata
-                .get(&format!("{a}.attention.layer_norm_rms_epsilon"))
-                .and_then(|v| v.to_f32().ok())
-                .unwrap_or(1e-5) as f64,
-            context_length: md_u32(ct, &format!("{a}.context_length"))
-                .unwrap_or(2048)
-                .min(MAX_CONTEXT),
-            rotation,
-            qkv_bias,
-            qk_norm,
-            architecture,
-        })
-    }
 }
 
 /// The default thread count: the machine's (logical) CPUs.
@@ -199,8 +121,12 @@ impl Weights {
                 hp.n_head, hp.n_kv_head
             )));
         }
-        // Only Qwen3 may have heads that do not tile the stream (its output matrix maps them back).
-        let tiled = hp.qk_norm || hp.head_dim * hp.n_head == hp.n_embd;
+        // Heads may not tile the stream only where the file states their size (Qwen3, the
+        // Gemmas): the output matrix maps them back.
+        let stated = ct
+            .metadata
+            .contains_key(&format!("{}.attention.key_length", hp.architecture));
+        let tiled = stated || hp.head_dim * hp.n_head == hp.n_embd;
         if hp.head_dim == 0 || !hp.head_dim.is_multiple_of(2) || !tiled {
             return Err(EmbeddedError::Format(format!(
                 "bad head size {} for {} heads of {}",
@@ -209,17 +135,34 @@ impl Weights {
         }
         let dev = Device::Cpu;
         let mut requantized = 0usize;
-        let mut matrix = |name: &str, rows: usize, cols: usize| -> Result<Matrix, EmbeddedError> {
-            let t = ct.tensor(reader, name, &dev)?;
-            let (m, converted) = Matrix::from_qtensor(&t, target)?;
-            if (m.rows, m.cols) != (rows, cols) {
+        let mut tensor = |name: &str| -> Result<QTensor, EmbeddedError> {
+            if !ct.tensor_infos.contains_key(name) {
+                return Err(EmbeddedError::Format(format!("the GGUF has no `{name}`")));
+            }
+            Ok(ct.tensor(reader, name, &dev)?)
+        };
+        // `parts` rows each of a (possibly fused) tensor, in order: a product's matrices.
+        let mut split = |t: &QTensor,
+                         name: &str,
+                         parts: &[usize],
+                         cols: usize|
+         -> Result<Vec<Matrix>, EmbeddedError> {
+            let (rows, c) = t.shape().dims2()?;
+            if rows != parts.iter().sum::<usize>() || c != cols {
                 return Err(EmbeddedError::Format(format!(
-                    "`{name}` is {}×{}, expected {rows}×{cols}",
-                    m.rows, m.cols
+                    "`{name}` is {rows}×{c}, expected {}×{cols}",
+                    parts.iter().sum::<usize>()
                 )));
             }
-            requantized += usize::from(converted);
-            Ok(m)
+            let mut start = 0;
+            let mut out = Vec::with_capacity(parts.len());
+            for &n in parts {
+                let (m, converted) = Matrix::from_rows(t, start..start + n, target)?;
+                requantized += usize::from(converted);
+                out.push(m);
+                start += n;
+            }
+            Ok(out)
         };
         let e = hp.n_embd;
         let (qd, kvd) = (hp.n_head * hp.head_dim, hp.n_kv_head * hp.head_dim);
@@ -229,35 +172,94 @@ impl Weights {
             .and_then(|i| i.shape.dims2().ok())
             .map(|(rows, _)| rows)
             .ok_or_else(|| EmbeddedError::Format("the GGUF has no `token_embd.weight`".into()))?;
+        let one = |mut v: Vec<Matrix>| v.pop().ok_or_else(|| EmbeddedError::Format("empty".into()));
+        let t = tensor("token_embd.weight")?;
+        let embeddings = one(split(&t, "token_embd.weight", &[vocab_size], e)?)?;
+        let output = match ct.tensor_infos.contains_key("output.weight") {
+            true => {
+                let t = tensor("output.weight")?;
+                Some(one(split(&t, "output.weight", &[vocab_size], e)?)?)
+            }
+            false => None,
+        };
+        // Phi-3 fuses q|k|v into `attn_qkv` and gate|up into `ffn_up` (gate first); another
+        // architecture without its gate is a malformed file, not a fused one.
+        let fused_ffn =
+            hp.architecture == "phi3" && !ct.tensor_infos.contains_key("blk.0.ffn_gate.weight");
         let n_ff = ct
             .tensor_infos
             .get("blk.0.ffn_up.weight")
             .and_then(|i| i.shape.dims2().ok())
-            .map_or(0, |(rows, _)| rows);
-        let embeddings = matrix("token_embd.weight", vocab_size, e)?;
-        let output = match ct.tensor_infos.contains_key("output.weight") {
-            true => Some(matrix("output.weight", vocab_size, e)?),
-            false => None,
+            .map_or(0, |(rows, _)| if fused_ffn { rows / 2 } else { rows });
+        let phi3_factors = match hp.rope_long_factors {
+            true => "rope_factors_long.weight",
+            false => "rope_factors_short.weight",
         };
         let mut layers = Vec::with_capacity(hp.n_layer);
         for i in 0..hp.n_layer {
             let p = format!("blk.{i}");
+            let fused_qkv = format!("{p}.attn_qkv.weight");
+            let (wq, wk, wv) = match ct.tensor_infos.contains_key(&fused_qkv) {
+                true => {
+                    let t = tensor(&fused_qkv)?;
+                    let mut m = split(&t, &fused_qkv, &[qd, kvd, kvd], e)?.into_iter();
+                    match (m.next(), m.next(), m.next()) {
+                        (Some(q), Some(k), Some(v)) => (q, k, v),
+                        _ => return Err(EmbeddedError::Format(format!("`{fused_qkv}` split"))),
+                    }
+                }
+                false => {
+                    let mut get = |n: &str, rows: usize| {
+                        let name = format!("{p}.{n}.weight");
+                        one(split(&tensor(&name)?, &name, &[rows], e)?)
+                    };
+                    (get("attn_q", qd)?, get("attn_k", kvd)?, get("attn_v", kvd)?)
+                }
+            };
+            let name = format!("{p}.attn_output.weight");
+            let wo = one(split(&tensor(&name)?, &name, &[e], qd)?)?;
+            let up_name = format!("{p}.ffn_up.weight");
+            let up = tensor(&up_name)?;
+            let (w_gate, w_up) = match fused_ffn {
+                true => {
+                    let mut m = split(&up, &up_name, &[n_ff, n_ff], e)?.into_iter();
+                    match (m.next(), m.next()) {
+                        (Some(g), Some(u)) => (g, u),
+                        _ => return Err(EmbeddedError::Format(format!("`{up_name}` split"))),
+                    }
+                }
+                false => {
+                    let name = format!("{p}.ffn_gate.weight");
+                    let gate = one(split(&tensor(&name)?, &name, &[n_ff], e)?)?;
+                    (gate, one(split(&up, &up_name, &[n_ff], e)?)?)
+                }
+            };
+            let name = format!("{p}.ffn_down.weight");
+            let w_down = one(split(&tensor(&name)?, &name, &[e], n_ff)?)?;
+            let local = hp.is_local(i);
             layers.push(Layer {
-                wq: matrix(&format!("{p}.attn_q.weight"), qd, e)?,
-                wk: matrix(&format!("{p}.attn_k.weight"), kvd, e)?,
-                wv: matrix(&format!("{p}.attn_v.weight"), kvd, e)?,
-                wo: matrix(&format!("{p}.attn_output.weight"), e, qd)?,
-                w_gate: matrix(&format!("{p}.ffn_gate.weight"), n_ff, e)?,
-                w_down: matrix(&format!("{p}.ffn_down.weight"), e, n_ff)?,
-                w_up: matrix(&format!("{p}.ffn_up.weight"), n_ff, e)?,
+                wq,
+                wk,
+                wv,
+                wo,
+                w_gate,
+                w_down,
+                w_up,
                 qkv_bias: Vec::new(),
                 q_norm: Vec::new(),
                 k_norm: Vec::new(),
                 attn_norm: Vec::new(),
+                post_attn_norm: Vec::new(),
+                post_ffn_norm: Vec::new(),
                 ffn_norm: Vec::new(),
+                rope: usize::from(local && hp.local_rope_differs()),
+                local,
             });
         }
         let mut vector_of = |name: &str, e: usize| -> Result<Vec<f32>, EmbeddedError> {
+            if !ct.tensor_infos.contains_key(name) {
+                return Err(EmbeddedError::Format(format!("the GGUF has no `{name}`")));
+            }
             let v = dequantize_all(&ct.tensor(reader, name, &dev)?)?;
             match v.len() == e {
                 true => Ok(v),
@@ -280,19 +282,28 @@ impl Weights {
                 layer.q_norm = vector_of(&format!("blk.{i}.attn_q_norm.weight"), hp.head_dim)?;
                 layer.k_norm = vector_of(&format!("blk.{i}.attn_k_norm.weight"), hp.head_dim)?;
             }
+            if hp.post_norms {
+                layer.post_attn_norm =
+                    vector_of(&format!("blk.{i}.post_attention_norm.weight"), e)?;
+                layer.post_ffn_norm = vector_of(&format!("blk.{i}.post_ffw_norm.weight"), e)?;
+            }
         }
         let out_norm = vector_of("output_norm.weight", e)?;
-        // llama's rotary frequencies, computed as candle-transformers does.
-        let theta = (0..hp.head_dim / 2)
-            .map(|i| 1.0 / hp.rope_base.powf((2 * i) as f32 / hp.head_dim as f32))
-            .collect();
+        let factors = match ct.tensor_infos.contains_key(phi3_factors) {
+            true => Some(vector_of(phi3_factors, hp.rope_dim / 2)?),
+            false => None,
+        };
+        let mut thetas = vec![hp.theta(false, factors.as_deref())];
+        if hp.local_rope_differs() {
+            thetas.push(hp.theta(true, factors.as_deref()));
+        }
         Ok(Weights {
             hparams: hp,
             embeddings,
             layers,
             out_norm,
             output,
-            theta,
+            thetas,
             vocab_size,
             requantized,
             threads: default_threads(),

@@ -53,6 +53,27 @@ pub(crate) fn rms_norm_in_place(x: &mut [f32], weight: &[f32], eps: f32) {
     }
 }
 
+/// GELU(gate) · up, GELU in its tanh approximation (candle's `gelu`, llama.cpp's Gemma).
+#[inline]
+pub(crate) fn geglu(gate: f32, up: f32) -> f32 {
+    const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+    let inner = SQRT_2_OVER_PI * gate * (1.0 + 0.044_715 * gate * gate);
+    0.5 * gate * (1.0 + inner.tanh()) * up
+}
+
+/// `cap · tanh(x / cap)`: Gemma 2's soft-capping of attention scores and logits.
+#[inline]
+pub(crate) fn softcap(x: f32, cap: f32) -> f32 {
+    (x / cap).tanh() * cap
+}
+
+/// How raw attention scores (q·k) become the softmax's input.
+#[derive(Clone, Copy)]
+pub(crate) struct Scores {
+    pub scale: f32,
+    pub softcap: Option<f32>,
+}
+
 /// SiLU(gate) · up.
 #[inline]
 pub(crate) fn swiglu(gate: f32, up: f32) -> f32 {
@@ -82,18 +103,23 @@ pub(crate) fn rope_halves(head: &mut [f32], cos: &[f32], sin: &[f32]) {
 }
 
 /// One query over `n` cached positions of one key/value head (`keys`/`values`: `n × hd`, position
-/// major): softmax(q·k · scale) · v into `out`. `scores` is scratch.
+/// major): softmax(q·k · scale, soft-capped where the model caps) · v into `out`. `scores` is
+/// scratch.
 pub(crate) fn attend(
     q: &[f32],
     keys: &[f32],
     values: &[f32],
-    scale: f32,
+    how: Scores,
     scores: &mut Vec<f32>,
     out: &mut [f32],
 ) {
     let hd = q.len();
     scores.clear();
+    let scale = how.scale;
     scores.extend(keys.chunks_exact(hd).map(|k| dot_f32(q, k) * scale));
+    if let Some(cap) = how.softcap {
+        scores.iter_mut().for_each(|s| *s = softcap(*s, cap));
+    }
     let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut sum = 0f32;
     for s in scores.iter_mut() {
@@ -125,7 +151,11 @@ mod tests {
         let k = [0.3, 0.1, 0.2, 0.9];
         let v = [4.0, -1.0, 2.0, 0.5];
         let mut out = [0.0; 4];
-        attend(&q, &k, &v, 0.5, &mut Vec::new(), &mut out);
+        let how = Scores {
+            scale: 0.5,
+            softcap: None,
+        };
+        attend(&q, &k, &v, how, &mut Vec::new(), &mut out);
         assert_eq!(out, v);
     }
 

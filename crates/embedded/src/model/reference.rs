@@ -3,7 +3,12 @@
 //! `qwen2` as candle-transformers' `quantized_qwen2` computes it (biases added to the q/k/v
 //! products, candle's `rope` on the halves of a head instead of `rope_i`); `qwen3` as its
 //! `quantized_qwen3` does (an RMS norm on every query and key head before `rope`, heads of
-//! `attention.key_length`).
+//! `attention.key_length`); `phi3` as its `quantized_phi3` does (q|k|v and gate|up cut from the
+//! fused products), with the long-context rotary factors, their magnitude and Phi-4-mini's partial
+//! rotation; the Gemmas as candle-transformers' `gemma`, `gemma2` and `gemma3` compute them (embeddings
+//! times √n_embd, GELU, norms after each block, soft-capped scores and logits, sliding windows as
+//! an additive mask, the local layers' own rotary base). Rotary tables and which layers slide are
+//! computed here from the file's values, not through the pass's own helpers.
 
 #![allow(dead_code)]
 
@@ -11,26 +16,59 @@ use std::io::{Read, Seek};
 
 use candle_core::quantized::gguf_file::Content;
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
-use candle_core::{DType, Device, Module, Tensor};
+use candle_core::{DType, Device, Module, Tensor, D};
 
 use super::matrix::needs_requantize;
-use super::{Hparams, Rotation};
+use super::{Activation, Hparams, Rotation};
 use crate::error::EmbeddedError;
 
+/// candle-nn's rotation of the first `rope_dim` dimensions of every head (all of them but for
+/// Phi-4-mini's partial rotation), the rest passed through.
+fn rotate(x: &Tensor, cos: &Tensor, sin: &Tensor, hp: &Hparams) -> Result<Tensor, EmbeddedError> {
+    let rot = hp.rope_dim;
+    let turned = x.narrow(D::Minus1, 0, rot)?.contiguous()?;
+    let turned = match hp.rotation {
+        Rotation::Interleaved => candle_nn::rotary_emb::rope_i(&turned, cos, sin)?,
+        Rotation::Halves => candle_nn::rotary_emb::rope(&turned, cos, sin)?,
+    };
+    match rot == hp.head_dim {
+        true => Ok(turned),
+        false => {
+            let rest = x.narrow(D::Minus1, rot, hp.head_dim - rot)?;
+            Ok(Tensor::cat(&[&turned, &rest], D::Minus1)?)
+        }
+    }
+}
+
+/// The q, k and v products: three matrices, or Phi-3's one fused `attn_qkv` whose output is cut
+/// in three (as candle-transformers' `quantized_phi3` does).
+enum Qkv {
+    Split(QMatMul, QMatMul, QMatMul),
+    Fused(QMatMul),
+}
+
+/// The gate and up products: two matrices, or Phi-3's fused gate|up `ffn_up`.
+enum GateUp {
+    Split(QMatMul, QMatMul),
+    Fused(QMatMul),
+}
+
 struct Layer {
-    wq: QMatMul,
-    wk: QMatMul,
-    wv: QMatMul,
+    qkv: Qkv,
     wo: QMatMul,
     /// q, k and v biases (Qwen2).
     bias: Option<(Tensor, Tensor, Tensor)>,
     /// Per-head q and k norm weights (Qwen3).
     qk_norm: Option<(Tensor, Tensor)>,
     attn_norm: Tensor,
-    w_gate: QMatMul,
+    /// Gemma 2/3's norms of the attention and feed-forward outputs.
+    post_norms: Option<(Tensor, Tensor)>,
+    gate_up: GateUp,
     w_down: QMatMul,
-    w_up: QMatMul,
     ffn_norm: Tensor,
+    /// Which rotary tables, and whether the layer attends through the sliding window.
+    rope: usize,
+    local: bool,
 }
 
 /// The weights (shared, read-only).
@@ -40,8 +78,9 @@ pub struct RefWeights {
     layers: Vec<Layer>,
     out_norm: Tensor,
     output: QMatMul,
-    cos: Tensor,
-    sin: Tensor,
+    /// Per rotary table.
+    cos: Vec<Tensor>,
+    sin: Vec<Tensor>,
     pub vocab_size: usize,
     /// How many tensors were re-quantized at load.
     pub requantized: usize,
@@ -146,10 +185,47 @@ impl RefWeights {
         let mut layers = Vec::with_capacity(hp.n_layer);
         for i in 0..hp.n_layer {
             let p = format!("blk.{i}");
+            let qkv = match ct
+                .tensor_infos
+                .contains_key(&format!("{p}.attn_qkv.weight"))
+            {
+                true => Qkv::Fused(mat(get(&format!("{p}.attn_qkv.weight"))?)?),
+                false => Qkv::Split(
+                    mat(get(&format!("{p}.attn_q.weight"))?)?,
+                    mat(get(&format!("{p}.attn_k.weight"))?)?,
+                    mat(get(&format!("{p}.attn_v.weight"))?)?,
+                ),
+            };
+            let gate_up = match ct
+                .tensor_infos
+                .contains_key(&format!("{p}.ffn_gate.weight"))
+            {
+                true => GateUp::Split(
+                    mat(get(&format!("{p}.ffn_gate.weight"))?)?,
+                    mat(get(&format!("{p}.ffn_up.weight"))?)?,
+                ),
+                false => GateUp::Fused(mat(get(&format!("{p}.ffn_up.weight"))?)?),
+            };
+            // Which layers slide, from the models' own configurations (Gemma 2: the even ones;
+            // Gemma 3: five of every six), not from `Hparams::is_local`.
+            let local = hp.sliding_window > 0
+                && match hp.architecture.as_str() {
+                    "gemma2" => i % 2 == 0,
+                    "gemma3" => i % 6 != 5,
+                    _ => false,
+                };
             layers.push(Layer {
-                wq: mat(get(&format!("{p}.attn_q.weight"))?)?,
-                wk: mat(get(&format!("{p}.attn_k.weight"))?)?,
-                wv: mat(get(&format!("{p}.attn_v.weight"))?)?,
+                qkv,
+                gate_up,
+                rope: usize::from(local && hp.rope_base_local.is_some()),
+                local,
+                post_norms: match hp.post_norms {
+                    true => Some((
+                        norm(get(&format!("{p}.post_attention_norm.weight"))?)?,
+                        norm(get(&format!("{p}.post_ffw_norm.weight"))?)?,
+                    )),
+                    false => None,
+                },
                 wo: mat(get(&format!("{p}.attn_output.weight"))?)?,
                 bias: match hp.qkv_bias {
                     true => Some((
@@ -167,26 +243,50 @@ impl RefWeights {
                     false => None,
                 },
                 attn_norm: norm(get(&format!("{p}.attn_norm.weight"))?)?,
-                w_gate: mat(get(&format!("{p}.ffn_gate.weight"))?)?,
                 w_down: mat(get(&format!("{p}.ffn_down.weight"))?)?,
-                w_up: mat(get(&format!("{p}.ffn_up.weight"))?)?,
                 ffn_norm: norm(get(&format!("{p}.ffn_norm.weight"))?)?,
             });
         }
         let output = mat(output)?;
-        // Rotary tables (llama's interleaved "NORM" rotation, as GGUF stores llama's Q/K).
-        let half = hp.head_dim / 2;
-        let theta: Vec<f32> = (0..half)
-            .map(|i| 1.0 / hp.rope_base.powf((2 * i) as f32 / hp.head_dim as f32))
-            .collect();
-        let theta = Tensor::new(theta.as_slice(), &dev)?.reshape((1, half))?;
+        // Rotary tables, one per kind of layer, computed here from the file's values rather than
+        // through `Hparams::theta`: `base^(-2i/rope_dim)` over the rotated dimensions, global
+        // layers divided by the linear scale, local layers (Gemma 3) with their own base and no
+        // scale, and Phi-3's per-frequency factors.
+        let half = hp.rope_dim / 2;
+        let factors_name = match hp.rope_long_factors {
+            true => "rope_factors_long.weight",
+            false => "rope_factors_short.weight",
+        };
+        let factors = match ct.tensor_infos.contains_key(factors_name) {
+            true => get(factors_name)?.dequantize(&dev)?.to_vec1::<f32>()?,
+            false => vec![1.0; half],
+        };
+        let inv_freq = |base: f32, scale: f32| -> Vec<f32> {
+            (0..half)
+                .map(|i| {
+                    let exponent = (2 * i) as f32 / hp.rope_dim as f32;
+                    1.0 / (base.powf(exponent) * scale * factors[i])
+                })
+                .collect()
+        };
+        let mut thetas = vec![inv_freq(hp.rope_base, hp.rope_linear_scale)];
+        if let (Some(local_base), true) = (hp.rope_base_local, hp.sliding_window > 0) {
+            thetas.push(inv_freq(local_base, 1.0));
+        }
         let positions = Tensor::arange(0u32, hp.context_length as u32, &dev)?
             .to_dtype(DType::F32)?
             .reshape((hp.context_length, 1))?;
-        let angles = positions.matmul(&theta)?;
+        let (mut cos, mut sin) = (Vec::new(), Vec::new());
+        for theta in &thetas {
+            let theta = Tensor::new(theta.as_slice(), &dev)?.reshape((1, half))?;
+            let angles = positions.matmul(&theta)?;
+            let mag = f64::from(hp.rope_attn_factor);
+            cos.push((angles.cos()? * mag)?);
+            sin.push((angles.sin()? * mag)?);
+        }
         Ok(RefWeights {
-            cos: angles.cos()?,
-            sin: angles.sin()?,
+            cos,
+            sin,
             hparams: hp,
             embeddings,
             layers,
@@ -217,28 +317,52 @@ impl RefWeights {
         let dev = Device::Cpu;
         let ids = Tensor::new(tokens, &dev)?;
         let mut x = self.embeddings.index_select(&ids, 0)?.unsqueeze(0)?;
-        let mask = if seq > 1 {
-            let kv = pos + seq;
+        if hp.embed_scale != 1.0 {
+            x = (x * f64::from(hp.embed_scale))?;
+        }
+        // Causal masks: everything before, or in local layers the window's last positions.
+        let kv = pos + seq;
+        let mask_of = |window: Option<usize>| -> Result<Option<Tensor>, EmbeddedError> {
+            let hidden = |i: usize, j: usize| {
+                j > pos + i || window.is_some_and(|w| pos + i - j.min(pos + i) >= w)
+            };
+            if seq == 1 && (0..kv).all(|j| !hidden(0, j)) {
+                return Ok(None);
+            }
             let m: Vec<f32> = (0..seq)
                 .flat_map(|i| {
-                    (0..kv).map(move |j| if j > pos + i { f32::NEG_INFINITY } else { 0.0 })
+                    (0..kv).map(move |j| if hidden(i, j) { f32::NEG_INFINITY } else { 0.0 })
                 })
                 .collect();
-            Some(Tensor::from_vec(m, (seq, kv), &dev)?)
-        } else {
-            None
+            Ok(Some(Tensor::from_vec(m, (seq, kv), &dev)?))
         };
-        let cos = self.cos.narrow(0, pos, seq)?;
-        let sin = self.sin.narrow(0, pos, seq)?;
+        let global_mask = mask_of(None)?;
+        let local_mask = match hp.sliding_window {
+            0 => None,
+            w => mask_of(Some(w))?,
+        };
         let n_rep = hp.n_head / hp.n_kv_head;
-        let scale = 1.0 / (hp.head_dim as f64).sqrt();
+        let scale = f64::from(hp.attn_scale);
+        let (qd, kvd) = (hp.n_head * hp.head_dim, hp.n_kv_head * hp.head_dim);
         for (layer, slot) in self.layers.iter().zip(cache.layers.iter_mut()) {
+            let cos = self.cos[layer.rope].narrow(0, pos, seq)?;
+            let sin = self.sin[layer.rope].narrow(0, pos, seq)?;
+            let mask = match layer.local {
+                true => &local_mask,
+                false => &global_mask,
+            };
             let h = candle_nn::ops::rms_norm(&x, &layer.attn_norm, hp.rms_eps as f32)?;
-            let (q, k, v) = (
-                layer.wq.forward(&h)?,
-                layer.wk.forward(&h)?,
-                layer.wv.forward(&h)?,
-            );
+            let (q, k, v) = match &layer.qkv {
+                Qkv::Split(wq, wk, wv) => (wq.forward(&h)?, wk.forward(&h)?, wv.forward(&h)?),
+                Qkv::Fused(w) => {
+                    let qkv = w.forward(&h)?;
+                    (
+                        qkv.narrow(D::Minus1, 0, qd)?,
+                        qkv.narrow(D::Minus1, qd, kvd)?,
+                        qkv.narrow(D::Minus1, qd + kvd, kvd)?,
+                    )
+                }
+            };
             let (q, k, v) = match &layer.bias {
                 Some((bq, bk, bv)) => (
                     q.broadcast_add(bq)?,
@@ -266,16 +390,7 @@ impl RefWeights {
                 ),
                 None => (q, k),
             };
-            let (q, k) = match hp.rotation {
-                Rotation::Interleaved => (
-                    candle_nn::rotary_emb::rope_i(&q, &cos, &sin)?,
-                    candle_nn::rotary_emb::rope_i(&k, &cos, &sin)?,
-                ),
-                Rotation::Halves => (
-                    candle_nn::rotary_emb::rope(&q, &cos, &sin)?,
-                    candle_nn::rotary_emb::rope(&k, &cos, &sin)?,
-                ),
-            };
+            let (q, k) = (rotate(&q, &cos, &sin, hp)?, rotate(&k, &cos, &sin, hp)?);
             let (k, v) = match slot.take() {
                 Some((kc, vc)) => (Tensor::cat(&[&kc, &k], 2)?, Tensor::cat(&[&vc, &v], 2)?),
                 None => (k, v),
@@ -292,7 +407,11 @@ impl RefWeights {
                 (k, v)
             };
             let att = (q.matmul(&k.t()?)? * scale)?;
-            let att = match &mask {
+            let att = match hp.attn_softcap {
+                Some(cap) => ((att / f64::from(cap))?.tanh()? * f64::from(cap))?,
+                None => att,
+            };
+            let att = match mask {
                 Some(m) => att.broadcast_add(m)?,
                 None => att,
             };
@@ -302,16 +421,44 @@ impl RefWeights {
                 seq,
                 hp.n_head * hp.head_dim,
             ))?;
-            x = (layer.wo.forward(&y)? + x)?;
-            let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, hp.rms_eps as f32)?;
-            let gate = candle_nn::ops::silu(&layer.w_gate.forward(&h)?)?;
-            let up = layer.w_up.forward(&h)?;
-            x = (layer.w_down.forward(&(gate * up)?)? + x)?;
+            let eps = hp.rms_eps as f32;
+            let y = layer.wo.forward(&y)?;
+            let y = match &layer.post_norms {
+                Some((attn, _)) => candle_nn::ops::rms_norm(&y, attn, eps)?,
+                None => y,
+            };
+            x = (y + x)?;
+            let h = candle_nn::ops::rms_norm(&x, &layer.ffn_norm, eps)?;
+            let (gate, up) = match &layer.gate_up {
+                GateUp::Split(g, u) => (g.forward(&h)?, u.forward(&h)?),
+                GateUp::Fused(w) => {
+                    let both = w.forward(&h)?;
+                    let n_ff = both.dim(D::Minus1)? / 2;
+                    (
+                        both.narrow(D::Minus1, 0, n_ff)?,
+                        both.narrow(D::Minus1, n_ff, n_ff)?,
+                    )
+                }
+            };
+            let gate = match hp.activation {
+                Activation::Silu => candle_nn::ops::silu(&gate)?,
+                Activation::GeluTanh => gate.gelu()?,
+            };
+            let y = layer.w_down.forward(&(gate * up)?)?;
+            let y = match &layer.post_norms {
+                Some((_, ffn)) => candle_nn::ops::rms_norm(&y, ffn, eps)?,
+                None => y,
+            };
+            x = (y + x)?;
         }
         cache.tokens.extend_from_slice(tokens);
         let last = x.narrow(1, seq - 1, 1)?;
         let last = candle_nn::ops::rms_norm(&last, &self.out_norm, hp.rms_eps as f32)?;
         let logits = self.output.forward(&last)?.squeeze(0)?.squeeze(0)?;
+        let logits = match hp.final_softcap {
+            Some(cap) => ((logits / f64::from(cap))?.tanh()? * f64::from(cap))?,
+            None => logits,
+        };
         Ok(logits.to_dtype(DType::F32)?.to_vec1::<f32>()?)
     }
 }

@@ -51,10 +51,14 @@ fn norm_of(n: usize, seed: u64) -> QTensor {
 
 /// The weight types of a tiny model: `Exact` uses only types both implementations compute the
 /// same way (Q8_0, F32); `Mixed` those the loader handles differently (Q4_1, Q4_0, Q5_1).
+/// `Float` only F32: products without quantized activations, for deep models (six layers of
+/// random weights turn a one-ulp difference into a flipped 8-bit rounding, and that into a
+/// visible one).
 #[derive(Clone, Copy, PartialEq)]
 enum Types {
     Exact,
     Mixed,
+    Float,
 }
 
 /// A llama with random weights and a separate output matrix.
@@ -66,13 +70,34 @@ fn tiny(types: Types) -> Vec<u8> {
 /// attention width (`HEADS × 32`) differs from the stream's.
 const QWEN3_HEAD: usize = 32;
 
+/// The rotated dimensions of the tiny Phi-3's heads (of `E / HEADS` = 16), as Phi-4-mini rotates
+/// 96 of 128.
+const PHI3_ROPE: usize = 12;
+
+/// The sliding window of the tiny Gemma 2/3s: shorter than the prompts the tests feed, so it
+/// matters.
+const WINDOW: usize = 4;
+
+/// Layers of a tiny model: Gemma 3 needs six to have a global one after five local ones.
+fn layers_of(arch: &str) -> usize {
+    match arch {
+        "gemma3" => 6,
+        _ => LAYERS,
+    }
+}
+
 /// A tiny model of `arch` (`llama`; `qwen2`, which adds q/k/v biases; `qwen3`, with per-head q/k
-/// norms and a head size of its own).
+/// norms and a head size of its own; `phi3`, with fused q|k|v and gate|up tensors and long-context
+/// rotary factors; `gemma`, `gemma2` and `gemma3`, with tied embeddings, GELU, wide heads, and
+/// for the last two post-norms, soft-capping (Gemma 2, caps low enough to bite) and sliding
+/// windows).
 fn tiny_of(arch: &str, types: Types) -> Vec<u8> {
     let pick = |mixed: GgmlDType| match types {
         Types::Mixed => mixed,
         Types::Exact => GgmlDType::Q8_0,
+        Types::Float => GgmlDType::F32,
     };
+    let q8 = pick(GgmlDType::Q8_0);
     let key = |k: &str| format!("{arch}.{k}");
     let mut md = vec![
         (
@@ -88,54 +113,100 @@ fn tiny_of(arch: &str, types: Types) -> Vec<u8> {
         (key("attention.layer_norm_rms_epsilon"), Value::F32(1e-5)),
         (key("rope.freq_base"), Value::F32(10000.0)),
     ];
+    let gemma = arch.starts_with("gemma");
     let hd = match arch {
         "qwen3" => QWEN3_HEAD,
+        _ if gemma => QWEN3_HEAD,
         _ => E / HEADS,
     };
-    if arch == "qwen3" {
+    if arch == "qwen3" || gemma {
         md.push((key("attention.key_length"), Value::U32(hd as u32)));
         md.push((key("attention.value_length"), Value::U32(hd as u32)));
     }
+    let layers = layers_of(arch);
+    md[1].1 = Value::U32(layers as u32);
+    match arch {
+        "phi3" => {
+            // Phi-4-mini turns three quarters of each head (`partial_rotary_factor` 0.75).
+            md.push((key("rope.dimension_count"), Value::U32(PHI3_ROPE as u32)));
+            md.push((key("rope.scaling.original_context_length"), Value::U32(128)));
+            md.push((key("rope.scaling.attn_factor"), Value::F32(1.2)));
+        }
+        "gemma2" => {
+            md.push((key("attention.sliding_window"), Value::U32(WINDOW as u32)));
+            md.push((key("attn_logit_softcapping"), Value::F32(2.0)));
+            md.push((key("final_logit_softcapping"), Value::F32(3.0)));
+        }
+        "gemma3" => {
+            md.push((key("attention.sliding_window"), Value::U32(WINDOW as u32)));
+            md[8].1 = Value::F32(1_000_000.0);
+            md.push((key("rope.scaling.type"), Value::String("linear".into())));
+            md.push((key("rope.scaling.factor"), Value::F32(8.0)));
+        }
+        _ => {}
+    }
     let qd = HEADS * hd;
+    let kvd = KV_HEADS * hd;
+    // The Gemmas multiply embeddings by √E: smaller ones keep the stream's values as large as
+    // the others'.
+    let embd_amp = if gemma { 0.25 } else { 2.0 };
     let mut tensors: Vec<(String, QTensor)> = vec![
         (
             "token_embd.weight".into(),
-            random((VOCAB, E), 1, pick(GgmlDType::Q4_1), 2.0),
+            random((VOCAB, E), 1, pick(GgmlDType::Q4_1), embd_amp),
         ),
         ("output_norm.weight".into(), norm(2)),
-        (
-            "output.weight".into(),
-            random((VOCAB, E), 3, GgmlDType::Q8_0, 1.0),
-        ),
     ];
-    for l in 0..LAYERS {
+    // The Gemmas tie the output to the embeddings.
+    if !gemma {
+        tensors.push(("output.weight".into(), random((VOCAB, E), 3, q8, 1.0)));
+    }
+    if arch == "phi3" {
+        // Factors well away from 1, different for short and long contexts.
+        let factors = |seed: u64| {
+            let t = random((1, PHI3_ROPE / 2), seed, GgmlDType::F32, 2.0);
+            let t = t.dequantize(&Device::Cpu).unwrap().flatten_all().unwrap();
+            QTensor::quantize(&((t + 2.0).unwrap()), GgmlDType::F32).unwrap()
+        };
+        tensors.push(("rope_factors_long.weight".into(), factors(4)));
+        tensors.push(("rope_factors_short.weight".into(), factors(5)));
+    }
+    for l in 0..layers {
         let s = 100 * (l as u64 + 1);
         let p = format!("blk.{l}");
         let mut add = |name: &str, t: QTensor| tensors.push((format!("{p}.{name}"), t));
-        add(
-            "attn_q.weight",
-            random((qd, E), s + 1, GgmlDType::Q8_0, 1.0),
-        );
-        add(
-            "attn_k.weight",
-            random((KV_HEADS * hd, E), s + 2, pick(GgmlDType::Q4_1), 1.0),
-        );
-        add(
-            "attn_v.weight",
-            random((KV_HEADS * hd, E), s + 3, GgmlDType::F32, 1.0),
-        );
+        if arch == "phi3" {
+            add(
+                "attn_qkv.weight",
+                random((qd + 2 * kvd, E), s + 1, pick(GgmlDType::Q4_1), 1.0),
+            );
+        } else {
+            add("attn_q.weight", random((qd, E), s + 1, q8, 1.0));
+            add(
+                "attn_k.weight",
+                random((kvd, E), s + 2, pick(GgmlDType::Q4_1), 1.0),
+            );
+            add(
+                "attn_v.weight",
+                random((kvd, E), s + 3, GgmlDType::F32, 1.0),
+            );
+        }
         add(
             "attn_output.weight",
             random((E, qd), s + 4, pick(GgmlDType::Q4_0), 0.5),
         );
-        add(
-            "ffn_gate.weight",
-            random((FF, E), s + 5, GgmlDType::Q8_0, 1.0),
-        );
-        add(
-            "ffn_up.weight",
-            random((FF, E), s + 6, pick(GgmlDType::Q5_1), 1.0),
-        );
+        if arch == "phi3" {
+            add(
+                "ffn_up.weight",
+                random((2 * FF, E), s + 6, pick(GgmlDType::Q5_1), 1.0),
+            );
+        } else {
+            add("ffn_gate.weight", random((FF, E), s + 5, q8, 1.0));
+            add(
+                "ffn_up.weight",
+                random((FF, E), s + 6, pick(GgmlDType::Q5_1), 1.0),
+            );
+        }
         add(
             "ffn_down.weight",
             random((E, FF), s + 7, pick(GgmlDType::Q4_1), 0.5),
@@ -152,9 +223,13 @@ fn tiny_of(arch: &str, types: Types) -> Vec<u8> {
             add("attn_k.bias", bias(KV_HEADS * hd, s + 11));
             add("attn_v.bias", bias(KV_HEADS * hd, s + 12));
         }
-        if arch == "qwen3" {
+        if arch == "qwen3" || arch == "gemma3" {
             add("attn_q_norm.weight", norm_of(hd, s + 13));
             add("attn_k_norm.weight", norm_of(hd, s + 14));
+        }
+        if arch == "gemma2" || arch == "gemma3" {
+            add("post_attention_norm.weight", norm(s + 15));
+            add("post_ffw_norm.weight", norm(s + 16));
         }
     }
     let md_refs: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (k.as_str(), v)).collect();
@@ -234,6 +309,200 @@ fn the_qwen3_forward_pass_matches_the_candle_reference() {
     let a = ours.forward(&prompt, &mut KvCache::default()).unwrap();
     let b = unit.forward(&prompt, &mut KvCache::default()).unwrap();
     assert!(max_diff(&a, &b) > 1e-2, "{}", max_diff(&a, &b));
+}
+
+/// Logits of the prompt the comparisons feed, on a fresh cache.
+fn logits_of(w: &Weights, prompt: &[u32]) -> Vec<f32> {
+    w.forward(prompt, &mut KvCache::default()).unwrap()
+}
+
+/// `bytes` loaded after `edit` changed its metadata or tensor list.
+fn load_edited(bytes: &[u8], edit: impl FnOnce(&mut Content)) -> Weights {
+    let mut r = Cursor::new(bytes);
+    let mut ct = Content::read(&mut r).unwrap();
+    edit(&mut ct);
+    Weights::load(&ct, &mut r).unwrap()
+}
+
+/// With the weight types the two paths handle differently (4-bit kept as 4-bit here, converted
+/// there), ours is as close to exact products on the file's weights as candle's.
+fn as_exact_as_candle(bytes: &[u8], what: &str) {
+    let mut r = Cursor::new(bytes);
+    let ct = Content::read(&mut r).unwrap();
+    let mut ours = Weights::load(&ct, &mut r).unwrap();
+    ours.set_threads(2);
+    assert!(
+        ours.requantized > 0,
+        "{what}: the mixed file has 4/5-bit tensors"
+    );
+    let candle = RefWeights::load(&ct, &mut r).unwrap();
+    let exact = RefWeights::load_dense(&ct, &mut r).unwrap();
+    // The prompt, then steps: a mean over positions, not one position's luck.
+    let steps = [5u32, 3, 58, 9, 7, 21, 33];
+    let run_ref = |w: &RefWeights| {
+        let mut cache = RefCache::default();
+        let mut all = vec![w.forward(&LONG_PROMPT, &mut cache).unwrap()];
+        all.extend(steps.iter().map(|t| w.forward(&[*t], &mut cache).unwrap()));
+        all
+    };
+    let mut cache = KvCache::default();
+    let mut l_ours = vec![ours.forward(&LONG_PROMPT, &mut cache).unwrap()];
+    l_ours.extend(
+        steps
+            .iter()
+            .map(|t| ours.forward(&[*t], &mut cache).unwrap()),
+    );
+    let l_exact = run_ref(&exact);
+    let (e_ours, e_candle) = (
+        error_vs(&l_exact, &l_ours),
+        error_vs(&l_exact, &run_ref(&candle)),
+    );
+    eprintln!("{what}: errors vs exact: ours {e_ours}, candle {e_candle}");
+    assert!(
+        e_ours <= e_candle * 1.25 + 1e-4,
+        "{what}: ours {e_ours} vs candle {e_candle} from exact"
+    );
+}
+
+/// A prompt longer than [`WINDOW`], so sliding windows cut it.
+const LONG_PROMPT: [u32; 12] = [5, 17, 3, 44, 60, 2, 9, 71, 12, 13, 40, 41];
+
+#[test]
+fn the_phi3_forward_pass_matches_the_candle_reference() {
+    let bytes = tiny_of("phi3", Types::Exact);
+    let (ours, _) = load_both(&bytes, 1);
+    let hp = &ours.hparams;
+    assert_eq!(hp.rotation, super::Rotation::Halves);
+    assert_eq!(hp.activation, super::Activation::Silu);
+    // A context (256) beyond the original one (128): the long factors apply, as in llama.cpp.
+    assert!(hp.rope_long_factors);
+    assert_eq!(hp.rope_attn_factor, 1.2);
+    assert_eq!((hp.head_dim, hp.rope_dim), (E / HEADS, PHI3_ROPE));
+    matches_the_reference(&bytes);
+    as_exact_as_candle(&tiny_of("phi3", Types::Mixed), "phi3");
+    // The factors matter, and which set is chosen: without them, or with the short ones, the
+    // logits differ.
+    let base = logits_of(&ours, &LONG_PROMPT);
+    let without = load_edited(&bytes, |ct| {
+        ct.tensor_infos.remove("rope_factors_long.weight");
+    });
+    let short = load_edited(&bytes, |ct| {
+        ct.metadata.insert(
+            "phi3.rope.scaling.original_context_length".into(),
+            Value::U32(4096),
+        );
+    });
+    assert!(!short.hparams.rope_long_factors);
+    for (other, what) in [(without, "no factors"), (short, "short factors")] {
+        let d = max_diff(&base, &logits_of(&other, &LONG_PROMPT));
+        assert!(d > 1e-2, "{what}: {d}");
+    }
+    // The partial rotation matters: without factors, turning whole heads answers otherwise.
+    let no_factors = |ct: &mut Content| {
+        ct.tensor_infos.remove("rope_factors_long.weight");
+        ct.tensor_infos.remove("rope_factors_short.weight");
+    };
+    let partial = load_edited(&bytes, no_factors);
+    let whole = load_edited(&bytes, |ct| {
+        no_factors(ct);
+        ct.metadata
+            .insert("phi3.rope.dimension_count".into(), Value::U32(16));
+    });
+    assert_eq!(whole.hparams.rope_dim, 16);
+    let d = max_diff(
+        &logits_of(&partial, &LONG_PROMPT),
+        &logits_of(&whole, &LONG_PROMPT),
+    );
+    assert!(d > 1e-2, "partial rotation: {d}");
+    // A rotary size the heads cannot hold is refused.
+    let mut r = Cursor::new(&bytes);
+    let mut ct = Content::read(&mut r).unwrap();
+    ct.metadata
+        .insert("phi3.rope.dimension_count".into(), Value::U32(18));
+    let err = Weights::load(&ct, &mut r).err().unwrap().to_string();
+    assert!(err.contains("rotary size 18"), "{err}");
+}
+
+#[test]
+fn the_gemma_forward_passes_match_the_candle_reference() {
+    for arch in ["gemma", "gemma2", "gemma3"] {
+        let bytes = tiny_of(arch, Types::Float);
+        let (ours, reference) = load_both(&bytes, 1);
+        let hp = &ours.hparams;
+        assert_eq!(hp.activation, super::Activation::GeluTanh, "{arch}");
+        assert_eq!(hp.embed_scale, (E as f32).sqrt(), "{arch}");
+        assert_eq!(hp.head_dim, QWEN3_HEAD, "{arch}");
+        assert!(ours.output.is_none(), "{arch}: tied output");
+        assert_eq!(hp.post_norms, arch != "gemma", "{arch}");
+        matches_the_reference(&bytes);
+        // A prompt past the window, then steps, across thread counts.
+        for threads in [1, 3] {
+            let (ours, _) = load_both(&bytes, threads);
+            let (mut c1, mut c2) = (KvCache::default(), RefCache::default());
+            let a = ours.forward(&LONG_PROMPT, &mut c1).unwrap();
+            let b = reference.forward(&LONG_PROMPT, &mut c2).unwrap();
+            assert_close(&a, &b, &format!("{arch} long prompt, {threads} threads"));
+            for t in [7u32, 8, 9] {
+                let a = ours.forward(&[t], &mut c1).unwrap();
+                let b = reference.forward(&[t], &mut c2).unwrap();
+                assert_close(&a, &b, &format!("{arch} step {t}, {threads} threads"));
+            }
+        }
+        as_exact_as_candle(&tiny_of(arch, Types::Mixed), arch);
+    }
+}
+
+#[test]
+fn gemma_windows_caps_and_local_rotation_change_the_answer() {
+    // Gemma 2: every second layer local, scores and logits capped.
+    let g2 = tiny_of("gemma2", Types::Exact);
+    let (ours, _) = load_both(&g2, 1);
+    let hp = &ours.hparams;
+    assert_eq!(
+        (hp.sliding_window, hp.attn_softcap, hp.final_softcap),
+        (WINDOW, Some(2.0), Some(3.0))
+    );
+    assert!(hp.is_local(0) && !hp.is_local(1));
+    let base = logits_of(&ours, &LONG_PROMPT);
+    assert!(
+        base.iter().all(|v| v.abs() <= 3.0),
+        "logits are capped at 3"
+    );
+    let wide = load_edited(&g2, |ct| {
+        ct.metadata
+            .insert("gemma2.attention.sliding_window".into(), Value::U32(1024));
+    });
+    let uncapped = load_edited(&g2, |ct| {
+        ct.metadata
+            .insert("gemma2.attn_logit_softcapping".into(), Value::F32(1e6));
+    });
+    for (other, what) in [(wide, "no window"), (uncapped, "no score cap")] {
+        let d = max_diff(&base, &logits_of(&other, &LONG_PROMPT));
+        assert!(d > 1e-3, "{what}: {d}");
+    }
+    // Within the window the window changes nothing.
+    let short = &LONG_PROMPT[..WINDOW];
+    let wide = load_edited(&g2, |ct| {
+        ct.metadata
+            .insert("gemma2.attention.sliding_window".into(), Value::U32(1024));
+    });
+    assert_eq!(logits_of(&ours, short), logits_of(&wide, short));
+    // Gemma 3: five local layers, then a global one; local layers rotate with their own base.
+    let g3 = tiny_of("gemma3", Types::Exact);
+    let (ours, _) = load_both(&g3, 1);
+    let hp = &ours.hparams;
+    let local: Vec<bool> = (0..6).map(|l| hp.is_local(l)).collect();
+    assert_eq!(local, [true, true, true, true, true, false]);
+    assert_eq!(hp.rope_base_local, Some(10_000.0));
+    assert_eq!(hp.rope_linear_scale, 8.0);
+    assert_eq!(ours.thetas.len(), 2);
+    let base = logits_of(&ours, &LONG_PROMPT);
+    let same_base = load_edited(&g3, |ct| {
+        ct.metadata
+            .insert("gemma3.rope.freq_base_swa".into(), Value::F32(1_000_000.0));
+    });
+    let d = max_diff(&base, &logits_of(&same_base, &LONG_PROMPT));
+    assert!(d > 1e-3, "local rotary base: {d}");
 }
 
 #[test]
