@@ -273,8 +273,8 @@ impl Engine {
     /// Log-probability of `continuation` after `prompt`, and of the model's own greedy first token
     /// there. The cache is left holding the prompt.
     pub fn score(&self, prompt: &str, continuation: &str) -> Result<(f32, f32), EmbeddedError> {
-        let prompt_ids = self.tokenizer.encode(prompt)?;
-        let cont = self.tokenizer.encode(continuation)?;
+        let prompt_ids = self.tokenizer.encode_prompt(prompt)?;
+        let cont = self.tokenizer.encode_continuation(continuation)?;
         let mut cache = self.lock()?;
         let (mut logits, _) = self.prefill(&mut cache, &prompt_ids)?;
         let greedy = log_softmax_at(&logits, argmax(&logits));
@@ -297,12 +297,12 @@ impl Engine {
         prompts: &[String],
         continuation: &str,
     ) -> Result<Vec<f32>, EmbeddedError> {
-        let cont = self.tokenizer.encode(continuation)?;
+        let cont = self.tokenizer.encode_continuation(continuation)?;
         let _busy = self.lock()?;
         let mut scratch = KvCache::default();
         let mut out = Vec::with_capacity(prompts.len());
         for prompt in prompts {
-            let ids = self.tokenizer.encode(prompt)?;
+            let ids = self.tokenizer.encode_prompt(prompt)?;
             let (mut logits, _) = self.prefill(&mut scratch, &ids)?;
             let mut total = 0.0;
             for (i, &tok) in cont.iter().enumerate() {
@@ -323,7 +323,7 @@ impl Engine {
         generation: &Generation,
         on_text: &mut dyn FnMut(&str) -> bool,
     ) -> Result<Report, EmbeddedError> {
-        let prompt = self.tokenizer.encode(&generation.prompt)?;
+        let prompt = self.tokenizer.encode_prompt(&generation.prompt)?;
         let mut matcher = match &generation.constraint {
             Constraint::Free => None,
             Constraint::Grammar(g) | Constraint::Call { grammar: g, .. } => Some(self.matcher(g)?),

@@ -141,16 +141,24 @@ impl ChatTemplate {
                 content: literal(&m.content),
             })
             .collect();
-        match &self.source {
-            Some(src) => match self.render_jinja(src, &messages) {
-                Ok(text) => text,
-                Err(err) => {
-                    tracing::warn!(error = %err, "the model's chat template does not render; using ChatML");
-                    chatml(&messages)
-                }
-            },
-            None => chatml(&messages),
+        let Some(src) = &self.source else {
+            return chatml(&messages);
+        };
+        let err = match self.render_jinja(src, &messages) {
+            Ok(text) => return text,
+            Err(err) => err,
+        };
+        // A template that takes only alternating user and assistant turns (Gemma's raises on a
+        // system or tool message) gets the conversation in that shape before ChatML is tried.
+        let strict = alternating(&messages);
+        if strict != messages {
+            if let Ok(text) = self.render_jinja(src, &strict) {
+                tracing::debug!(error = %err, "the chat template takes alternating turns only");
+                return text;
+            }
         }
+        tracing::warn!(error = %err, "the model's chat template does not render; using ChatML");
+        chatml(&messages)
     }
 
     fn render_jinja(
@@ -186,6 +194,45 @@ impl ChatTemplate {
             eos_token => &self.eos,
         })
     }
+}
+
+/// The conversation as strictly alternating user and assistant turns: system messages join the
+/// first user message (before it, a blank line between), tool results become user turns, and
+/// consecutive turns of one role join (a blank line between). Gemma 3's own template folds its
+/// system prompt into the first user turn the same way; Gemma 1/2's refuse one.
+fn alternating(messages: &[TemplateMessage]) -> Vec<TemplateMessage> {
+    let system: Vec<&str> = messages
+        .iter()
+        .filter(|m| m.role == "system")
+        .map(|m| m.content.as_str())
+        .collect();
+    let mut out: Vec<TemplateMessage> = Vec::new();
+    let mut pending_system = (!system.is_empty()).then(|| system.join("\n\n"));
+    for m in messages.iter().filter(|m| m.role != "system") {
+        let role = if m.role == "assistant" {
+            "assistant"
+        } else {
+            "user"
+        };
+        let mut content = m.content.clone();
+        if role == "user" {
+            if let Some(sys) = pending_system.take() {
+                content = format!("{sys}\n\n{content}");
+            }
+        }
+        match out.last_mut() {
+            Some(last) if last.role == role => {
+                last.content.push_str("\n\n");
+                last.content.push_str(&content);
+            }
+            _ => out.push(TemplateMessage::new(role, content)),
+        }
+    }
+    // A system prompt with no user message after it is the user's turn.
+    if let Some(sys) = pending_system {
+        out.insert(0, TemplateMessage::new("user", sys));
+    }
+    out
 }
 
 #[cfg(test)]

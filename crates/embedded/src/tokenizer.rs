@@ -1,4 +1,6 @@
-//! The tokenizer, built from the GGUF's own metadata (`tokenizer.ggml.*`).
+//! The tokenizer, built from the GGUF's own metadata (`tokenizer.ggml.*`): byte-level BPE for
+//! `tokenizer.ggml.model = "gpt2"` (below), SentencePiece for `"llama"` (Phi-3, the Gemmas, Llama
+//! 2: [`spm`]); another model is refused with an error naming it.
 //!
 //! GGUF files of the `gpt2` tokenizer family (SmolLM, Llama 3, Qwen, …) carry a byte-level BPE:
 //! the vocabulary, the merges and a type per token (normal, control, user-defined, byte). The
@@ -11,6 +13,11 @@
 //! normal tokens map back through the byte-level alphabet; control tokens get toktrie's special
 //! marker byte so a grammar can never produce one by spelling it out.
 
+mod spm;
+#[cfg(test)]
+mod tests;
+
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -31,18 +38,33 @@ use crate::error::EmbeddedError;
 const QWEN2_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 use crate::template::{LITERAL_CLOSE, LITERAL_OPEN};
 
-/// GGUF token types (llama.cpp's `llama_token_type`).
-const TYPE_CONTROL: i32 = 3;
-const TYPE_USER_DEFINED: i32 = 4;
+use spm::{TYPE_CONTROL, TYPE_UNKNOWN, TYPE_UNUSED, TYPE_USER_DEFINED};
+
+/// The tokenizer models supported, as `tokenizer.ggml.model` names them.
+pub const SUPPORTED_TOKENIZERS: &str =
+    "`gpt2` (byte-level BPE), `llama` (SentencePiece with byte fallback)";
+
+/// How text becomes tokens.
+enum Encoder {
+    Bpe {
+        inner: Box<tokenizers::Tokenizer>,
+        /// The same tokenizer with control tokens not recognized: for content marked as plain
+        /// text.
+        plain: Box<tokenizers::Tokenizer>,
+    },
+    Spm(spm::Spm),
+}
 
 /// A GGUF model's tokenizer.
 pub struct Tokenizer {
-    inner: tokenizers::Tokenizer,
-    /// The same tokenizer with control tokens not recognized: for content marked as plain text.
-    plain: tokenizers::Tokenizer,
+    encoder: Encoder,
     /// Every token's bytes (control tokens: their text).
     bytes: Vec<Vec<u8>>,
+    /// Tokens never shown (control tokens; for SentencePiece also unknown and unused ones).
     special: Vec<bool>,
+    /// Whether a prompt starts with `bos` (SentencePiece files: `tokenizer.ggml.add_bos_token`,
+    /// true when absent, as llama.cpp reads it; byte-level BPE files never, as before).
+    add_bos: bool,
     ids: HashMap<String, TokenId>,
     pub bos: Option<TokenId>,
     pub eos: TokenId,
@@ -103,24 +125,14 @@ impl Tokenizer {
         let model = md(content, "tokenizer.ggml.model")?
             .to_string()
             .map_err(|_| EmbeddedError::Format("tokenizer.ggml.model is not a string".into()))?;
-        if model != "gpt2" {
+        if model != "gpt2" && model != "llama" {
             return Err(EmbeddedError::Unsupported(format!(
-                "tokenizer `{model}` (only byte-level BPE, `gpt2`, is supported)"
+                "tokenizer `{model}` (supported: {SUPPORTED_TOKENIZERS})"
             )));
         }
-        let pre = content
-            .metadata
-            .get("tokenizer.ggml.pre")
-            .and_then(|v| v.to_string().ok())
-            .cloned()
-            .unwrap_or_default();
         let tokens = strings(
             md(content, "tokenizer.ggml.tokens")?,
             "tokenizer.ggml.tokens",
-        )?;
-        let merges = strings(
-            md(content, "tokenizer.ggml.merges")?,
-            "tokenizer.ggml.merges",
         )?;
         let types: Vec<i32> = match content.metadata.get("tokenizer.ggml.token_type") {
             Some(v) => v
@@ -131,92 +143,37 @@ impl Tokenizer {
                 .collect(),
             None => vec![1; tokens.len()],
         };
+        if types.len() != tokens.len() {
+            return Err(EmbeddedError::Format(format!(
+                "{} tokens but {} token types",
+                tokens.len(),
+                types.len()
+            )));
+        }
         let vocab: HashMap<String, u32> = tokens
             .iter()
             .enumerate()
             .map(|(i, t)| (t.clone(), i as u32))
             .collect();
-        let merges: Vec<(String, String)> = merges
-            .iter()
-            .filter_map(|m| m.split_once(' '))
-            .map(|(a, b)| (a.to_owned(), b.to_owned()))
-            .collect();
-        let bpe = BPE::builder()
-            .vocab_and_merges(
-                vocab
-                    .iter()
-                    .map(|(k, v)| (k.clone(), *v))
-                    .collect::<tokenizers::models::bpe::Vocab>(),
-                merges,
-            )
-            .build()
-            .map_err(|e| EmbeddedError::Format(format!("cannot build the BPE: {e}")))?;
-        let mut inner = tokenizers::Tokenizer::new(bpe);
-        let byte_level = ByteLevel::new(false, true, true);
-        // Which pre-tokenizers split digits one by one (llama.cpp's `LLAMA_VOCAB_PRE_TYPE_*`).
-        let pre_tokenizer: PreTokenizerWrapper = match pre.as_str() {
-            "smollm" | "starcoder" | "refact" | "codeshell" => Sequence::new(vec![
-                PreTokenizerWrapper::Digits(Digits::new(true)),
-                PreTokenizerWrapper::ByteLevel(byte_level),
-            ])
-            .into(),
-            // Qwen2's own split (llama.cpp's `LLAMA_VOCAB_PRE_TYPE_QWEN2`): single digits, letters
-            // with one leading non-letter, punctuation runs; then bytes without the GPT-2 regex.
-            "qwen2" | "deepseek-r1-qwen" => Sequence::new(vec![
-                PreTokenizerWrapper::Split(
-                    Split::new(
-                        SplitPattern::Regex(QWEN2_SPLIT.into()),
-                        SplitDelimiterBehavior::Isolated,
-                        false,
-                    )
-                    .map_err(|e| EmbeddedError::Tokenizer(e.to_string()))?,
-                ),
-                PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, true, false)),
-            ])
-            .into(),
-            _ => byte_level.into(),
+        let (encoder, bytes, special, add_bos) = match model.as_str() {
+            "llama" => sentencepiece(content, &tokens, types)?,
+            _ => byte_level_bpe(content, &tokens, &types, &vocab)?,
         };
-        inner.with_pre_tokenizer(Some(pre_tokenizer));
-        inner.with_decoder(Some(ByteLevelDecoder::default()));
-        let special_tokens: Vec<AddedToken> = tokens
-            .iter()
-            .zip(&types)
-            .filter(|(_, t)| **t == TYPE_CONTROL)
-            .map(|(s, _)| AddedToken::from(s.clone(), true))
-            .collect();
-        inner
-            .add_special_tokens(special_tokens)
-            .map_err(|e| EmbeddedError::Tokenizer(e.to_string()))?;
-        let user_tokens: Vec<AddedToken> = tokens
-            .iter()
-            .zip(&types)
-            .filter(|(_, t)| **t == TYPE_USER_DEFINED)
-            .map(|(s, _)| AddedToken::from(s.clone(), false))
-            .collect();
-        inner
-            .add_tokens(user_tokens)
-            .map_err(|e| EmbeddedError::Tokenizer(e.to_string()))?;
-        let mut plain = inner.clone();
-        plain.set_encode_special_tokens(true);
-
-        let alphabet = byte_alphabet();
-        let special: Vec<bool> = types.iter().map(|t| *t == TYPE_CONTROL).collect();
-        let bytes: Vec<Vec<u8>> = tokens
-            .iter()
-            .zip(&types)
-            .map(|(t, ty)| match *ty {
-                TYPE_CONTROL | TYPE_USER_DEFINED => t.as_bytes().to_vec(),
-                _ => t
-                    .chars()
-                    .map(|c| alphabet.get(&c).copied())
-                    .collect::<Option<Vec<u8>>>()
-                    .unwrap_or_else(|| t.as_bytes().to_vec()),
-            })
-            .collect();
         let eos = md_u32(content, "tokenizer.ggml.eos_token_id").unwrap_or(0);
         let bos = md_u32(content, "tokenizer.ggml.bos_token_id");
         let mut end_of_turn = vec![eos];
-        for name in ["<|im_end|>", "<|eot_id|>", "<|end|>", "<|endoftext|>"] {
+        // Gemma's `<end_of_turn>` too, and the file's own end-of-turn token when it names one.
+        let eot = md_u32(content, "tokenizer.ggml.eot_token_id")
+            .and_then(|id| tokens.get(id as usize))
+            .cloned();
+        let names = [
+            "<|im_end|>",
+            "<|eot_id|>",
+            "<|end|>",
+            "<|endoftext|>",
+            "<end_of_turn>",
+        ];
+        for name in names.iter().copied().chain(eot.as_deref()) {
             if let Some(&id) = vocab.get(name) {
                 if !end_of_turn.contains(&id) {
                     end_of_turn.push(id);
@@ -239,10 +196,10 @@ impl Tokenizer {
         let info = TokRxInfo::new(tokens.len() as u32, eos);
         let trie = TokTrie::from(&info, &trie_words).with_eos_tokens(&end_of_turn);
         Ok(Tokenizer {
-            inner,
-            plain,
+            encoder,
             bytes,
             special,
+            add_bos,
             ids: vocab,
             bos,
             eos,
@@ -257,28 +214,47 @@ impl Tokenizer {
 
     /// Encodes text; control tokens written in it (`<|im_start|>`) become those tokens, except
     /// inside spans marked as plain text ([`crate::template::literal`]), which are encoded as
-    /// text and lose their marks.
+    /// text and lose their marks. A SentencePiece tokenizer treats the text as the start of a
+    /// text (its space prefix, when the file asks for one).
     pub fn encode(&self, text: &str) -> Result<Vec<TokenId>, EmbeddedError> {
-        if !text.contains([LITERAL_OPEN, LITERAL_CLOSE]) {
-            return encode_with(&self.inner, text);
-        }
-        let mut ids = Vec::new();
-        let mut rest = text;
-        while !rest.is_empty() {
-            // Structure up to the next open mark (a stray close mark is dropped).
-            let (structure, after) = rest.split_once(LITERAL_OPEN).unwrap_or((rest, ""));
-            for piece in structure.split(LITERAL_CLOSE).filter(|p| !p.is_empty()) {
-                ids.extend(encode_with(&self.inner, piece)?);
+        self.encode_at(text, true)
+    }
+
+    /// [`Tokenizer::encode`] for text that continues other text (a scored continuation, a
+    /// grammar's bytes): no SentencePiece space prefix; the same as `encode` for byte-level BPE.
+    pub fn encode_continuation(&self, text: &str) -> Result<Vec<TokenId>, EmbeddedError> {
+        self.encode_at(text, false)
+    }
+
+    /// [`Tokenizer::encode`] for a whole prompt: the BOS token first where the file asks for it
+    /// (SentencePiece files, as llama.cpp does) and the template did not write it already.
+    pub fn encode_prompt(&self, text: &str) -> Result<Vec<TokenId>, EmbeddedError> {
+        let mut ids = self.encode(text)?;
+        if let (true, Some(bos)) = (self.add_bos, self.bos) {
+            if ids.first() != Some(&bos) {
+                ids.insert(0, bos);
             }
-            // Plain text up to the close mark (an unclosed span runs to the end).
-            let (content, after) = after.split_once(LITERAL_CLOSE).unwrap_or((after, ""));
-            let content = content.replace(LITERAL_OPEN, "");
-            if !content.is_empty() {
-                ids.extend(encode_with(&self.plain, &content)?);
-            }
-            rest = after;
         }
         Ok(ids)
+    }
+
+    fn encode_at(&self, text: &str, starts: bool) -> Result<Vec<TokenId>, EmbeddedError> {
+        let segments = segments(text);
+        match &self.encoder {
+            Encoder::Bpe { inner, plain } => {
+                let mut ids = Vec::new();
+                for (piece, structure) in &segments {
+                    let with = if *structure { inner } else { plain };
+                    ids.extend(encode_with(with, piece)?);
+                }
+                Ok(ids)
+            }
+            Encoder::Spm(spm) => {
+                let borrowed: Vec<(&str, bool)> =
+                    segments.iter().map(|(t, s)| (t.as_ref(), *s)).collect();
+                spm.encode(&borrowed, starts)
+            }
+        }
     }
 
     /// The id of a token written out in full (`<|im_end|>`).
@@ -298,18 +274,198 @@ impl Tokenizer {
         self.special.get(id as usize).copied().unwrap_or(false)
     }
 
-    /// Decodes tokens to text (control tokens are left out).
+    /// Decodes tokens to text (control tokens are left out). A SentencePiece text that starts
+    /// with the space its encoding prefixed loses it (llama.cpp's `detokenize`), so decoding what
+    /// [`Tokenizer::encode`] made gives the text back.
     pub fn decode(&self, ids: &[TokenId]) -> String {
-        let bytes: Vec<u8> = ids
+        let mut bytes: Vec<u8> = ids
             .iter()
             .flat_map(|&id| self.token_bytes(id).iter().copied())
             .collect();
+        let prefixed = matches!(&self.encoder, Encoder::Spm(spm) if spm.add_space_prefix);
+        let first = ids.first().map(|&id| self.token_bytes(id));
+        if prefixed && first.is_some_and(|b| b.first() == Some(&b' ')) {
+            bytes.remove(0);
+        }
         String::from_utf8_lossy(&bytes).into_owned()
     }
 
     pub fn trie(&self) -> &TokTrie {
         &self.trie
     }
+}
+
+/// What a tokenizer model builds: the encoder, every token's bytes, which tokens are never shown,
+/// and whether prompts start with BOS.
+type Parts = (Encoder, Vec<Vec<u8>>, Vec<bool>, bool);
+
+/// The `gpt2` model: the `tokenizers` crate's BPE with the pre-tokenizer the file names.
+fn byte_level_bpe(
+    content: &Content,
+    tokens: &[String],
+    types: &[i32],
+    vocab: &HashMap<String, u32>,
+) -> Result<Parts, EmbeddedError> {
+    let pre = content
+        .metadata
+        .get("tokenizer.ggml.pre")
+        .and_then(|v| v.to_string().ok())
+        .cloned()
+        .unwrap_or_default();
+    let merges = strings(
+        md(content, "tokenizer.ggml.merges")?,
+        "tokenizer.ggml.merges",
+    )?;
+    let merges: Vec<(String, String)> = merges
+        .iter()
+        .filter_map(|m| m.split_once(' '))
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+        .collect();
+    let bpe = BPE::builder()
+        .vocab_and_merges(
+            vocab
+                .iter()
+                .map(|(k, v)| (k.clone(), *v))
+                .collect::<tokenizers::models::bpe::Vocab>(),
+            merges,
+        )
+        .build()
+        .map_err(|e| EmbeddedError::Format(format!("cannot build the BPE: {e}")))?;
+    let mut inner = tokenizers::Tokenizer::new(bpe);
+    let byte_level = ByteLevel::new(false, true, true);
+    // Which pre-tokenizers split digits one by one (llama.cpp's `LLAMA_VOCAB_PRE_TYPE_*`).
+    let pre_tokenizer: PreTokenizerWrapper = match pre.as_str() {
+        "smollm" | "starcoder" | "refact" | "codeshell" => Sequence::new(vec![
+            PreTokenizerWrapper::Digits(Digits::new(true)),
+            PreTokenizerWrapper::ByteLevel(byte_level),
+        ])
+        .into(),
+        // Qwen2's own split (llama.cpp's `LLAMA_VOCAB_PRE_TYPE_QWEN2`): single digits, letters
+        // with one leading non-letter, punctuation runs; then bytes without the GPT-2 regex.
+        "qwen2" | "deepseek-r1-qwen" => Sequence::new(vec![
+            PreTokenizerWrapper::Split(
+                Split::new(
+                    SplitPattern::Regex(QWEN2_SPLIT.into()),
+                    SplitDelimiterBehavior::Isolated,
+                    false,
+                )
+                .map_err(|e| EmbeddedError::Tokenizer(e.to_string()))?,
+            ),
+            PreTokenizerWrapper::ByteLevel(ByteLevel::new(false, true, false)),
+        ])
+        .into(),
+        _ => byte_level.into(),
+    };
+    inner.with_pre_tokenizer(Some(pre_tokenizer));
+    inner.with_decoder(Some(ByteLevelDecoder::default()));
+    let special_tokens: Vec<AddedToken> = tokens
+        .iter()
+        .zip(types)
+        .filter(|(_, t)| **t == TYPE_CONTROL)
+        .map(|(s, _)| AddedToken::from(s.clone(), true))
+        .collect();
+    inner
+        .add_special_tokens(special_tokens)
+        .map_err(|e| EmbeddedError::Tokenizer(e.to_string()))?;
+    let user_tokens: Vec<AddedToken> = tokens
+        .iter()
+        .zip(types)
+        .filter(|(_, t)| **t == TYPE_USER_DEFINED)
+        .map(|(s, _)| AddedToken::from(s.clone(), false))
+        .collect();
+    inner
+        .add_tokens(user_tokens)
+        .map_err(|e| EmbeddedError::Tokenizer(e.to_string()))?;
+    let mut plain = inner.clone();
+    plain.set_encode_special_tokens(true);
+
+    let alphabet = byte_alphabet();
+    let special: Vec<bool> = types.iter().map(|t| *t == TYPE_CONTROL).collect();
+    let bytes: Vec<Vec<u8>> = tokens
+        .iter()
+        .zip(types)
+        .map(|(t, ty)| match *ty {
+            TYPE_CONTROL | TYPE_USER_DEFINED => t.as_bytes().to_vec(),
+            _ => t
+                .chars()
+                .map(|c| alphabet.get(&c).copied())
+                .collect::<Option<Vec<u8>>>()
+                .unwrap_or_else(|| t.as_bytes().to_vec()),
+        })
+        .collect();
+    let (inner, plain) = (Box::new(inner), Box::new(plain));
+    Ok((Encoder::Bpe { inner, plain }, bytes, special, false))
+}
+
+/// A boolean of the tokenizer's metadata.
+fn md_bool(content: &Content, key: &str) -> Option<bool> {
+    content.metadata.get(key).and_then(|v| v.to_bool().ok())
+}
+
+/// The `llama` model: SentencePiece pieces with scores ([`spm`]).
+fn sentencepiece(
+    content: &Content,
+    tokens: &[String],
+    mut types: Vec<i32>,
+) -> Result<Parts, EmbeddedError> {
+    let key = "tokenizer.ggml.scores";
+    let scores: Vec<f32> = md(content, key)?
+        .to_vec()
+        .map_err(|_| EmbeddedError::Format(format!("`{key}` is not an array")))?
+        .iter()
+        .map(|v| {
+            v.to_f32()
+                .map_err(|_| EmbeddedError::Format(format!("`{key}` holds a non-number")))
+        })
+        .collect::<Result<_, _>>()?;
+    for (piece, kind) in tokens.iter().zip(types.iter_mut()) {
+        if spm::TURN_MARKERS.contains(&piece.as_str()) {
+            *kind = TYPE_CONTROL;
+        }
+    }
+    let add_space_prefix = md_bool(content, "tokenizer.ggml.add_space_prefix").unwrap_or(true);
+    let encoder = spm::Spm::new(tokens, &scores, &types, add_space_prefix)?;
+    let bytes = tokens
+        .iter()
+        .zip(&types)
+        .map(|(piece, kind)| match *kind {
+            // Never shown, but the trie marks them with their text.
+            TYPE_CONTROL | TYPE_UNKNOWN | TYPE_UNUSED => piece.as_bytes().to_vec(),
+            _ => spm::token_bytes(piece, *kind),
+        })
+        .collect();
+    let special = types
+        .iter()
+        .map(|t| matches!(*t, TYPE_CONTROL | TYPE_UNKNOWN | TYPE_UNUSED))
+        .collect();
+    let add_bos = md_bool(content, "tokenizer.ggml.add_bos_token").unwrap_or(true);
+    Ok((Encoder::Spm(encoder), bytes, special, add_bos))
+}
+
+/// `text` cut at the marks of plain-text spans: each piece, and whether it is template structure
+/// (control tokens recognized) rather than plain content. A stray close mark is dropped, an
+/// unclosed span runs to the end, and empty pieces are left out.
+fn segments(text: &str) -> Vec<(Cow<'_, str>, bool)> {
+    if !text.contains([LITERAL_OPEN, LITERAL_CLOSE]) {
+        return vec![(Cow::Borrowed(text), true)];
+    }
+    let mut out = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        // Structure up to the next open mark.
+        let (structure, after) = rest.split_once(LITERAL_OPEN).unwrap_or((rest, ""));
+        for piece in structure.split(LITERAL_CLOSE).filter(|p| !p.is_empty()) {
+            out.push((Cow::Borrowed(piece), true));
+        }
+        // Plain text up to the close mark.
+        let (content, after) = after.split_once(LITERAL_CLOSE).unwrap_or((after, ""));
+        let content = content.replace(LITERAL_OPEN, "");
+        if !content.is_empty() {
+            out.push((Cow::Owned(content), false));
+        }
+        rest = after;
+    }
+    out
 }
 
 fn encode_with(t: &tokenizers::Tokenizer, text: &str) -> Result<Vec<TokenId>, EmbeddedError> {
@@ -328,7 +484,7 @@ impl TokenizerEnv for TokEnvAdapter {
 
     fn tokenize_bytes(&self, s: &[u8]) -> Vec<TokenId> {
         match std::str::from_utf8(s) {
-            Ok(text) => match self.0.encode(text) {
+            Ok(text) => match self.0.encode_continuation(text) {
                 Ok(ids) => ids,
                 Err(_) => self.0.trie.greedy_tokenize(s),
             },

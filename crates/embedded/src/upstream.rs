@@ -561,7 +561,7 @@ impl Upstream for EmbeddedUpstream {
 
     fn count_tokens(&self, request: &ChatRequest) -> Option<u64> {
         let (prompt, _) = self.render(request);
-        match self.engine.tokenizer().encode(&prompt) {
+        match self.engine.tokenizer().encode_prompt(&prompt) {
             Ok(tokens) => u64::try_from(tokens.len()).ok(),
             Err(e) => {
                 tracing::warn!(error = %e, "embedded: the prompt could not be tokenized for a count");

@@ -234,3 +234,181 @@ pub fn tiny_engine() -> Engine {
     let bytes = tiny_gguf();
     Engine::from_reader(&mut Cursor::new(bytes)).unwrap()
 }
+
+/// Pieces of the tiny SentencePiece vocabulary (higher scores merge first): `▁`, letters, a few
+/// words; everything else is spelled in byte tokens.
+const SPM_WORDS: &[&str] = &[
+    "he", "ll", "llo", "hello", "▁hello", "▁the", "Par", "Paris", "Ro", "Rome", "city", "days",
+    "name", "▁user", "▁is",
+];
+
+/// Control and user-defined tokens of the tiny SentencePiece vocabulary: Phi-3's and Gemma's turn
+/// markers (Gemma's stored as user-defined, as some Gemma files have them).
+pub const SPM_SPECIAL: &[(&str, i32)] = &[
+    ("<s>", 3),
+    ("</s>", 3),
+    ("<bos>", 3),
+    ("<eos>", 3),
+    ("<|endoftext|>", 3),
+    ("<|system|>", 3),
+    ("<|user|>", 3),
+    ("<|assistant|>", 3),
+    ("<|end|>", 3),
+    ("<|tool|>", 4),
+    ("<|/tool|>", 4),
+    ("<start_of_turn>", 4),
+    ("<end_of_turn>", 4),
+];
+
+/// The tiny SentencePiece vocabulary (`<unk>`, the specials, 256 byte tokens, the pieces): tokens,
+/// scores and types.
+pub fn spm_vocab() -> (Vec<String>, Vec<f32>, Vec<i32>) {
+    let mut tokens = vec!["<unk>".to_owned()];
+    let mut scores = vec![0.0];
+    let mut types = vec![2];
+    for (t, ty) in SPM_SPECIAL {
+        tokens.push((*t).to_owned());
+        scores.push(0.0);
+        types.push(*ty);
+    }
+    for b in 0..=255u8 {
+        tokens.push(format!("<0x{b:02X}>"));
+        scores.push(0.0);
+        types.push(6);
+    }
+    let letters = ('a'..='z').chain('A'..='Z').map(String::from);
+    let pieces = std::iter::once("▁".to_owned())
+        .chain(letters)
+        .chain(SPM_WORDS.iter().map(|w| (*w).to_owned()));
+    for (i, p) in pieces.enumerate() {
+        tokens.push(p);
+        scores.push(-(i as f32));
+        types.push(1);
+    }
+    (tokens, scores, types)
+}
+
+/// A tiny model of `arch` (`phi3`: fused q|k|v and gate|up, its own output matrix; `gemma`,
+/// `gemma2`, `gemma3`: tied output, and for the last two post-norms, Gemma 3 q/k norms too) with
+/// the SentencePiece vocabulary and `template` as its chat template. Phi-3 files keep the space
+/// prefix (the key absent: llama.cpp's default), the Gemma files turn it off as theirs do.
+pub fn tiny_spm_gguf(arch: &str, template: &str) -> Vec<u8> {
+    let (tokens, scores, types) = spm_vocab();
+    let n_vocab = tokens.len();
+    let id = |name: &str| tokens.iter().position(|t| t == name).unwrap() as u32;
+    let gemma = arch.starts_with("gemma");
+    let (bos, eos) = match gemma {
+        true => (id("<bos>"), id("<eos>")),
+        false => (id("<s>"), id("<|endoftext|>")),
+    };
+    let hd = N_EMBD / N_HEAD;
+    let key = |k: &str| format!("{arch}.{k}");
+    let mut md: Vec<(String, Value)> = vec![
+        ("general.architecture".into(), Value::String(arch.into())),
+        (key("block_count"), Value::U32(N_LAYER as u32)),
+        (key("embedding_length"), Value::U32(N_EMBD as u32)),
+        (key("feed_forward_length"), Value::U32(N_FF as u32)),
+        (key("attention.head_count"), Value::U32(N_HEAD as u32)),
+        (key("attention.head_count_kv"), Value::U32(N_KV as u32)),
+        (key("context_length"), Value::U32(2048)),
+        (key("attention.layer_norm_rms_epsilon"), Value::F32(1e-6)),
+        (key("rope.freq_base"), Value::F32(10000.0)),
+        ("tokenizer.ggml.model".into(), Value::String("llama".into())),
+        (
+            "tokenizer.ggml.tokens".into(),
+            Value::Array(tokens.iter().map(|t| Value::String(t.clone())).collect()),
+        ),
+        (
+            "tokenizer.ggml.scores".into(),
+            Value::Array(scores.iter().map(|s| Value::F32(*s)).collect()),
+        ),
+        (
+            "tokenizer.ggml.token_type".into(),
+            Value::Array(types.iter().map(|t| Value::I32(*t)).collect()),
+        ),
+        ("tokenizer.ggml.bos_token_id".into(), Value::U32(bos)),
+        ("tokenizer.ggml.eos_token_id".into(), Value::U32(eos)),
+        (
+            "tokenizer.chat_template".into(),
+            Value::String(template.into()),
+        ),
+    ];
+    if gemma {
+        md.push((key("attention.key_length"), Value::U32(hd as u32)));
+        md.push((key("attention.sliding_window"), Value::U32(8)));
+        md.push(("tokenizer.ggml.add_space_prefix".into(), Value::Bool(false)));
+    }
+    let mut tensors: Vec<(String, QTensor)> = vec![
+        (
+            "token_embd.weight".into(),
+            random((n_vocab, N_EMBD), 1, GgmlDType::Q8_0),
+        ),
+        ("output_norm.weight".into(), ones(N_EMBD)),
+    ];
+    if !gemma {
+        tensors.push((
+            "output.weight".into(),
+            random((n_vocab, N_EMBD), 2, GgmlDType::Q8_0),
+        ));
+    }
+    let (qd, kvd) = (N_HEAD * hd, N_KV * hd);
+    for l in 0..N_LAYER {
+        let s = 100 * (l as u64 + 1);
+        let p = format!("blk.{l}");
+        let mut add = |name: &str, t: QTensor| tensors.push((format!("{p}.{name}"), t));
+        if arch == "phi3" {
+            add(
+                "attn_qkv.weight",
+                random((qd + 2 * kvd, N_EMBD), s + 1, GgmlDType::Q8_0),
+            );
+            add(
+                "ffn_up.weight",
+                random((2 * N_FF, N_EMBD), s + 6, GgmlDType::Q4_0),
+            );
+        } else {
+            add(
+                "attn_q.weight",
+                random((qd, N_EMBD), s + 1, GgmlDType::Q8_0),
+            );
+            add(
+                "attn_k.weight",
+                random((kvd, N_EMBD), s + 2, GgmlDType::Q8_0),
+            );
+            add(
+                "attn_v.weight",
+                random((kvd, N_EMBD), s + 3, GgmlDType::Q8_0),
+            );
+            add(
+                "ffn_gate.weight",
+                random((N_FF, N_EMBD), s + 5, GgmlDType::Q8_0),
+            );
+            add(
+                "ffn_up.weight",
+                random((N_FF, N_EMBD), s + 6, GgmlDType::Q4_0),
+            );
+        }
+        add(
+            "attn_output.weight",
+            random((N_EMBD, qd), s + 4, GgmlDType::Q8_0),
+        );
+        add(
+            "ffn_down.weight",
+            random((N_EMBD, N_FF), s + 7, GgmlDType::Q8_0),
+        );
+        add("attn_norm.weight", ones(N_EMBD));
+        add("ffn_norm.weight", ones(N_EMBD));
+        if arch == "gemma2" || arch == "gemma3" {
+            add("post_attention_norm.weight", ones(N_EMBD));
+            add("post_ffw_norm.weight", ones(N_EMBD));
+        }
+        if arch == "gemma3" {
+            add("attn_q_norm.weight", ones(hd));
+            add("attn_k_norm.weight", ones(hd));
+        }
+    }
+    let md_refs: Vec<(&str, &Value)> = md.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let t_refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let mut out = Cursor::new(Vec::new());
+    gguf_file::write(&mut out, &md_refs, &t_refs).unwrap();
+    out.into_inner()
+}
