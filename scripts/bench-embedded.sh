@@ -4,8 +4,15 @@
 # MODEL defaults to the pulled default model (toolbridge model pull); THREADS to 2. The llama.cpp
 # side runs when a Python with llama-cpp-python is given in LLAMA_CPP_PYTHON (default
 # /tmp/llamacpp/venv/bin/python, skipped when absent). Generation length: BENCH_TOKENS (128).
+#   scripts/bench-embedded.sh --architectures
+# runs instead our forward pass against the candle reference on random-weight models of a realistic
+# shape for each architecture (src/model/bench.rs; TB_BENCH_ARCHS=phi3,gemma2 picks some).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--architectures" ]; then
+    cargo test --quiet -p toolbridge-embedded --lib model::bench -- --ignored --nocapture | grep BENCH
+    exit 0
+fi
 MODEL="${1:-${XDG_CACHE_HOME:-$HOME/.cache}/toolbridge/models/SmolLM2-135M-Instruct.Q4_1.gguf}"
 THREADS="${2:-2}"
 export BENCH_TOKENS="${BENCH_TOKENS:-128}"

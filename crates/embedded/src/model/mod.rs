@@ -39,6 +39,8 @@ mod ops;
 mod team;
 
 #[cfg(test)]
+mod bench;
+#[cfg(test)]
 mod reference;
 #[cfg(test)]
 mod tests;

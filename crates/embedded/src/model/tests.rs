@@ -20,7 +20,7 @@ const FF: usize = 96;
 const LAYERS: usize = 2;
 const VOCAB: usize = 80;
 
-fn random(shape: (usize, usize), seed: u64, dtype: GgmlDType, amp: f32) -> QTensor {
+pub(super) fn random(shape: (usize, usize), seed: u64, dtype: GgmlDType, amp: f32) -> QTensor {
     let mut state = seed.wrapping_mul(6364136223846793005) ^ 0x9E3779B97F4A7C15;
     let values: Vec<f32> = (0..shape.0 * shape.1)
         .map(|_| {
@@ -38,7 +38,7 @@ fn norm(seed: u64) -> QTensor {
     norm_of(E, seed)
 }
 
-fn norm_of(n: usize, seed: u64) -> QTensor {
+pub(super) fn norm_of(n: usize, seed: u64) -> QTensor {
     // Around 1, not exactly: the norm weights must matter.
     let t = random((1, n), seed, GgmlDType::F32, 0.4)
         .dequantize(&Device::Cpu)
