@@ -12,6 +12,7 @@
 #   scripts/bench-gateway.sh            # REQUESTS_1=3000 REQUESTS_50=20000 by default
 #   REQUESTS_1=1000 REQUESTS_50=5000 scripts/bench-gateway.sh
 #   WORKERS=1 scripts/bench-gateway.sh  # [server] worker_threads (default 0: one per core)
+#   CONNS=1 scripts/bench-gateway.sh    # connection counts to measure (default "1 50")
 #   TARGETS="direct responses" scripts/bench-gateway.sh  # rows to measure (default: all four;
 #                                       # `gateway` = /v1/chat/completions, `messages` = /v1/messages,
 #                                       # `responses` = /v1/responses)
@@ -80,6 +81,10 @@ GATEWAY="$(grep -o 'http://127.0.0.1:[0-9]*/v1' "$WORK/gateway.err" | head -n1)"
 
 TICKS="$(getconf CLK_TCK)"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$GW_PID/stat"; }
+# Context switches of all the gateway's threads: each is a sleep and a wake-up, which on a
+# virtual machine costs more the idler the machine is, so CPU per request varies with the
+# machine's load while this count does not.
+switches() { cat /proc/"$GW_PID"/task/*/status 2>/dev/null | awk '/ctxt_switches/{n += $2} END {print n + 0}'; }
 
 run() { # target stream connections requests [api] -> one line of loadgen output
     local url="$1" stream="$2" conns="$3" n="$4" api="${5:-chat}" expect
@@ -111,13 +116,13 @@ run "$GATEWAY" no 4 500 messages >/dev/null
 run "$GATEWAY" no 4 500 responses >/dev/null
 run "$GATEWAY" yes 4 500 responses >/dev/null
 
-printf '\n| target | stream | conns | requests | errors | req/s | p50 ms | p99 ms | gateway CPU ms/req |\n'
-printf '|---|---|---|---|---|---|---|---|---|\n'
+printf '\n| target | stream | conns | requests | errors | req/s | p50 ms | p99 ms | gateway CPU ms/req | switches/req |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|\n'
 # `gateway` is /v1/chat/completions, `messages` the same request through /v1/messages,
 # `responses` through /v1/responses; all against the same OpenAI-compatible upstream that
 # `direct` measures.
-declare -A P50 CPU
-for conns in 1 50; do
+declare -A P50 CPU SW
+for conns in ${CONNS:-1 50}; do
     n=$REQUESTS_1; [ "$conns" = 50 ] && n=$REQUESTS_50
     for stream in no yes; do
         for target in ${TARGETS:-direct gateway messages responses}; do
@@ -125,34 +130,36 @@ for conns in 1 50; do
             [ "$target" != direct ] && url="$GATEWAY"
             [ "$target" = messages ] && api=messages
             [ "$target" = responses ] && api=responses
-            before=$(cpu_ticks)
+            before=$(cpu_ticks); sw_before=$(switches)
             out="$(run "$url" "$stream" "$conns" "$n" "$api")"
-            after=$(cpu_ticks)
+            after=$(cpu_ticks); sw_after=$(switches)
             done_n=$(field requests "$out")
-            cpu="-"
+            cpu="-"; sw="-"
             if [ "$target" != direct ] && [ "$done_n" -gt 0 ]; then
                 cpu=$(awk -v d="$((after - before))" -v t="$TICKS" -v n="$done_n" 'BEGIN{printf "%.4f", d * 1000 / t / n}')
+                sw=$(awk -v d="$((sw_after - sw_before))" -v n="$done_n" 'BEGIN{printf "%.2f", d / n}')
             fi
-            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$target" "$stream" "$conns" \
+            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$target" "$stream" "$conns" \
                 "$done_n" "$(field errors "$out")" "$(field rps "$out")" "$(field p50_ms "$out")" \
-                "$(field p99_ms "$out")" "$cpu"
+                "$(field p99_ms "$out")" "$cpu" "$sw"
             P50["$target/$stream/$conns"]="$(field p50_ms "$out")"
             CPU["$target/$stream/$conns"]="$cpu"
+            SW["$target/$stream/$conns"]="$sw"
         done
     done
 done
 
 # One connection, side by side: what the gateway costs over going to the upstream directly.
 if [ -n "${P50[direct/no/1]:-}" ]; then
-    printf '\n| at 1 connection | stream | gateway CPU ms/req | added p50 ms |\n'
-    printf '|---|---|---|---|\n'
+    printf '\n| at 1 connection | stream | gateway CPU ms/req | added p50 ms | switches/req |\n'
+    printf '|---|---|---|---|---|\n'
     for stream in no yes; do
         for target in ${TARGETS:-direct gateway messages responses}; do
             [ "$target" = direct ] && continue
             added=$(awk -v g="${P50[$target/$stream/1]}" -v d="${P50[direct/$stream/1]}" 'BEGIN{printf "%+.3f", g - d}')
             label="$target"
             [ "$target" = gateway ] && label="chat completions"
-            printf '| %s | %s | %s | %s |\n' "$label" "$stream" "${CPU[$target/$stream/1]}" "$added"
+            printf '| %s | %s | %s | %s | %s |\n' "$label" "$stream" "${CPU[$target/$stream/1]}" "$added" "${SW[$target/$stream/1]}"
         done
     done
 fi

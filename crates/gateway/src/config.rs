@@ -64,9 +64,9 @@ pub struct ServerConfig {
     /// a request from any other `Origin` gets 403 (a web page must not drive a keyless gateway).
     /// Empty by default. With keys the key decides and `Origin` is not checked.
     pub allowed_origins: Vec<String>,
-    /// Threads serving requests in `toolbridge serve`; 0 means one per CPU core. One thread
-    /// spends about a third less CPU per request at low load (no hand-offs between threads);
-    /// more threads are for loads beyond one core (several thousand requests a second).
+    /// Connection threads (and the main runtime's workers) in `toolbridge serve`; 0 means one
+    /// per CPU core. A connection lives on one connection thread with all its requests' work
+    /// (see `threads.rs`); new connections go to the threads in turn.
     pub worker_threads: usize,
     /// Requested model names (exact, or globs with `*` and `?`) mapped to configured models, so
     /// clients that send their own ids (Claude Code's `claude-…`) reach a configured model. A
@@ -133,6 +133,8 @@ pub(crate) struct Limits {
     pub malformed_retries: u32,
     pub shutdown_grace: Duration,
     pub metrics_require_auth: bool,
+    /// The connection threads (`worker_threads`, 0 read as one per CPU core).
+    pub connection_threads: usize,
     /// Normalized: lower case, no trailing `/`.
     pub allowed_origins: Vec<String>,
 }
@@ -226,6 +228,10 @@ impl ServerConfig {
             malformed_retries: self.malformed_retries,
             shutdown_grace: secs(self.shutdown_grace_secs, "shutdown_grace_secs")?,
             metrics_require_auth: self.metrics_require_auth,
+            connection_threads: match self.worker_threads {
+                0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+                n => n,
+            },
             allowed_origins: origins(&self.allowed_origins)?,
         })
     }

@@ -45,6 +45,7 @@ mod routes;
 mod server;
 mod state;
 mod stream;
+mod threads;
 mod ui;
 
 use std::collections::HashMap;

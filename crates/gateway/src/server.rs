@@ -10,6 +10,9 @@
 //! - a head size limit answered with 431;
 //! - graceful shutdown: on the signal the listener closes, every connection finishes its
 //!   in-flight request and closes, and whatever is still running after the grace period is cut.
+//!
+//! Each accepted connection is served on one of the connection threads ([`ConnectionThreads`]),
+//! where all its requests' work stays.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -19,13 +22,14 @@ use axum::Router;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 use tower::Service;
 
 use crate::config::Limits;
 use crate::routes::Peer;
+use crate::threads::ConnectionThreads;
 
 /// Serves until `shutdown` completes, then drains.
 pub(crate) async fn serve(
@@ -46,6 +50,14 @@ pub(crate) async fn serve(
     let (closing_tx, closing_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
     let mut shutdown = std::pin::pin!(shutdown);
+    let threads = match ConnectionThreads::start(limits.connection_threads) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            // Serving on the shared runtime still works, at a higher cost per request.
+            tracing::warn!(error = %e, "cannot start the connection threads; serving connections on the main runtime");
+            None
+        }
+    };
 
     'accept: loop {
         let permit = loop {
@@ -81,6 +93,14 @@ pub(crate) async fn serve(
             }
         };
         let _ = stream.set_nodelay(true);
+        // Handed over as a plain socket: the task registers it with the runtime it runs on.
+        let stream = match stream.into_std() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!(%peer, error = %e, "cannot take over an accepted connection");
+                continue;
+            }
+        };
         let router = router.clone();
         let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
             let mut request = request.map(Body::new);
@@ -89,7 +109,14 @@ pub(crate) async fn serve(
         });
         let builder = Arc::clone(&builder);
         let mut closing = closing_rx.clone();
-        connections.spawn(async move {
+        let task = async move {
+            let stream = match TcpStream::from_std(stream) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::debug!(%peer, error = %e, "cannot register a connection");
+                    return;
+                }
+            };
             let connection = builder.serve_connection(TokioIo::new(stream), service);
             let mut connection = std::pin::pin!(connection);
             tokio::select! {
@@ -104,7 +131,11 @@ pub(crate) async fn serve(
                 }
             }
             drop(permit);
-        });
+        };
+        match &threads {
+            Some(threads) => connections.spawn_on(task, threads.next()),
+            None => connections.spawn(task),
+        };
     }
 
     drop(listener);

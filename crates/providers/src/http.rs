@@ -1,6 +1,8 @@
 //! HTTP plumbing shared by the HTTP clients: deadlines, retries with backoff, error mapping, and a
 //! body reader that enforces the idle and total deadlines while streaming.
 
+use std::cell::RefCell;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -206,6 +208,58 @@ pub fn with_target(error: ProviderError, what: &str, url: &str) -> ProviderError
             shown_url(url)
         )),
         other => other,
+    }
+}
+
+/// An upstream's HTTP client, with a connection pool per thread.
+///
+/// The gateway serves each connection on one thread (its connection threads); a pooled upstream
+/// connection's task runs on the thread that opened it, so a pool shared by all threads would
+/// hand a request on one thread a connection driven by another, and every chunk of the answer
+/// would wake both (measured: 35 context switches per streamed Responses request instead of a
+/// handful). Each thread that sends through this client gets a `reqwest::Client` of its own,
+/// built on first use with the same settings; they live as long as both the thread and this
+/// client do.
+#[derive(Clone)]
+pub struct HttpClient {
+    /// The settings every thread's client is built with; its address identifies this client
+    /// in the threads' lists.
+    timeouts: Arc<Timeouts>,
+    /// Used where a thread's own client cannot be built (it was built once already, so this
+    /// does not happen in practice).
+    fallback: reqwest::Client,
+}
+
+thread_local! {
+    /// This thread's clients, each with the `HttpClient` it was made for (by address; the weak
+    /// count keeps the address from being reused while the entry exists).
+    static LOCAL_CLIENTS: RefCell<Vec<(Weak<Timeouts>, reqwest::Client)>> =
+        const { RefCell::new(Vec::new()) };
+}
+
+impl HttpClient {
+    /// Builds the client with the connect timeout (the other deadlines are applied per request).
+    pub fn new(timeouts: &Timeouts) -> Result<Self, ProviderError> {
+        Ok(HttpClient {
+            fallback: build_client(timeouts)?,
+            timeouts: Arc::new(*timeouts),
+        })
+    }
+
+    /// This thread's client.
+    pub fn get(&self) -> reqwest::Client {
+        LOCAL_CLIENTS.with(|local| {
+            let mut local = local.borrow_mut();
+            let me = Arc::as_ptr(&self.timeouts);
+            if let Some((_, client)) = local.iter().find(|(owner, _)| owner.as_ptr() == me) {
+                return client.clone();
+            }
+            // Entries of clients dropped since (a model removed) leave with the next newcomer.
+            local.retain(|(owner, _)| owner.strong_count() > 0);
+            let client = build_client(&self.timeouts).unwrap_or_else(|_| self.fallback.clone());
+            local.push((Arc::downgrade(&self.timeouts), client.clone()));
+            client
+        })
     }
 }
 

@@ -118,7 +118,7 @@ impl OpenAiConfig {
 #[derive(Clone)]
 pub struct OpenAiClient {
     config: Arc<OpenAiConfig>,
-    http: reqwest::Client,
+    http: http::HttpClient,
     /// `{base_url}/chat/completions`, parsed once (parsing it per request showed in profiles).
     url: reqwest::Url,
 }
@@ -134,7 +134,7 @@ impl OpenAiClient {
                 config.base_url
             )));
         }
-        let http = http::build_client(&config.timeouts)?;
+        let http = http::HttpClient::new(&config.timeouts)?;
         let endpoint = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
         let url = reqwest::Url::parse(&endpoint).map_err(|e| {
             ProviderError::Config(format!("invalid base URL `{}`: {e}", config.base_url))
@@ -218,7 +218,7 @@ impl Upstream for OpenAiClient {
             let deadline = Instant::now() + config.timeouts.total;
             let mut attempt = 0;
             'attempts: loop {
-                let mut builder = client.http.post(url.clone()).json(&body);
+                let mut builder = client.http.get().post(url.clone()).json(&body);
                 if let Some(key) = key {
                     builder = builder.bearer_auth(key);
                 }

@@ -370,7 +370,7 @@ async fn recover_fails_only_running_rows_of_the_instance_or_stale(b: &Backend) {
         (row("resp_cancelled", "cancelled", "me", 100), false),
     ];
     for (r, _) in &rows {
-        s.put_response(&r).await.unwrap();
+        s.put_response(r).await.unwrap();
     }
     let recovered = s.recover("me", 500, "the instance stopped").await.unwrap();
     assert_eq!(recovered, 4);

@@ -126,7 +126,7 @@ struct Inner {
     config: AnthropicConfig,
     url: reqwest::Url,
     headers: HeaderMap,
-    http: reqwest::Client,
+    http: http::HttpClient,
 }
 
 impl AnthropicClient {
@@ -139,7 +139,7 @@ impl AnthropicClient {
         }
         let url = messages_url(&config.base_url)?;
         let headers = build_headers(&config)?;
-        let http = http::build_client(&config.timeouts)?;
+        let http = http::HttpClient::new(&config.timeouts)?;
         Ok(AnthropicClient {
             inner: Arc::new(Inner {
                 config,
@@ -227,6 +227,7 @@ impl Upstream for AnthropicClient {
             'attempts: loop {
                 let builder = inner
                     .http
+                    .get()
                     .post(inner.url.clone())
                     .headers(inner.headers.clone())
                     .body(body.clone());
