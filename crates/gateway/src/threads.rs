@@ -34,7 +34,11 @@ impl ConnectionThreads {
         let count = count.max(1);
         let mut handles = Vec::with_capacity(count);
         let mut stops = Vec::with_capacity(count);
+        // The threads log where the server's caller logs: the subscriber in effect here (the
+        // global one in `toolbridge serve`; a test's scoped one) becomes theirs.
+        let dispatch = tracing::dispatcher::get_default(Clone::clone);
         for index in 0..count {
+            let dispatch = dispatch.clone();
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
@@ -44,6 +48,7 @@ impl ConnectionThreads {
             std::thread::Builder::new()
                 .name(format!("toolbridge-conn-{index}"))
                 .spawn(move || {
+                    let _logging = tracing::dispatcher::set_default(&dispatch);
                     // A current-thread runtime runs its tasks only inside `block_on`.
                     let _ = runtime.block_on(stopped);
                     // Not waiting for blocking work (a tool's process) that may outlive the

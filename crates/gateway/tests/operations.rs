@@ -91,6 +91,9 @@ async fn shutdown_drains_in_flight_requests() {
             (res.status(), res.json::<Value>().await.unwrap())
         }
     });
+    // The upstream answers in arrival order, and the two connections are served on different
+    // threads: the second request starts once the first has reached the upstream.
+    assert!(eventually(Duration::from_secs(3), || up.requests().len() == 1).await);
     let streamed = tokio::spawn({
         let (client, url) = (client.clone(), url.clone());
         async move {
