@@ -1,7 +1,7 @@
 //! The parser corpus: model outputs with their expected result (tests/corpus/*.json, see
 //! docs/src/parser.md). Every case runs whole, with its own split (if any), one char at a time, one byte
-//! at a time (splitting UTF-8 characters) and with pseudo-random byte splits; all must agree with the
-//! expectation.
+//! at a time (splitting UTF-8 characters), in short chunks of alternating sizes and with
+//! pseudo-random byte splits; all must agree with the expectation.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -177,6 +177,21 @@ fn corpus() {
         runs.push(("char at a time".into(), run_str(&cfg, &chars)));
         let bytes: Vec<&[u8]> = text.as_bytes().chunks(1).collect();
         runs.push(("byte at a time".into(), run_bytes(&cfg, &bytes)));
+        // Short chunks of alternating sizes: a marker or a character arriving partly in a
+        // chunk of several bytes and partly a byte at a time (the parser's per-push fast paths).
+        for pattern in [&[1usize, 2][..], &[2, 1, 1], &[3, 1], &[1, 1, 4]] {
+            let mut pieces = Vec::new();
+            let mut at = 0;
+            for &n in pattern.iter().cycle() {
+                if at >= text.len() {
+                    break;
+                }
+                let end = (at + n).min(text.len());
+                pieces.push(&text.as_bytes()[at..end]);
+                at = end;
+            }
+            runs.push((format!("chunks of {pattern:?}"), run_bytes(&cfg, &pieces)));
+        }
         for seed in 0..8u64 {
             let mut pieces = Vec::new();
             let mut last = 0;

@@ -73,6 +73,13 @@ pub(super) fn limit(s: &str, i: usize, room: usize) -> &str {
     &s[..end]
 }
 
+impl Block {
+    /// Whether the block is inside a JSON value (whose bytes the scanner reads).
+    pub(super) fn in_value(&self) -> bool {
+        self.phase == Phase::Value
+    }
+}
+
 impl Parser {
     /// Starts a block whose open tag and whitespace are already in `buf`; the next byte is `{`/`[`.
     pub(super) fn start_block<S: Sink + ?Sized>(&mut self, _sink: &mut S) {

@@ -8,12 +8,18 @@
 //! only what could still become a marker is copied into a small `held` buffer; a call block or a
 //! candidate fence is copied once into `buf` while an incremental JSON scanner ([`json`]) keeps its
 //! state across chunks, so no byte is ever scanned again because a chunk ended.
+//!
+//! How a push stays cheap when text arrives a token or a byte at a time: a push that changes
+//! nothing but the output is taken by the fast lane ([`lane`]) with a table load per byte, before
+//! any state dispatch; everything else goes to the state machine, which then sets the lane up for
+//! the state it left.
 
 mod block;
 pub mod dialect;
 mod events;
 mod fence;
 mod json;
+mod lane;
 mod problem;
 mod shape;
 mod utf8;
@@ -29,6 +35,7 @@ pub use problem::{DialectProblem, JsonSyntax, ParseProblem, PythonicProblem};
 use block::Block;
 use fence::Fence;
 use json::Scanner;
+use lane::Lane;
 
 /// How the parser reads a response.
 #[derive(Clone, Debug)]
@@ -192,19 +199,25 @@ pub struct Parser {
     function: Option<String>,
     /// The engine of a dialect other than hermes, which then handles all the text.
     dialect: Option<Box<dialect::engine::Engine>>,
+    /// What a push of plain bytes does in the current state, without the state machine.
+    lane: Lane,
 }
 
 impl Parser {
     pub fn new(config: ParserConfig) -> Self {
         let declared = Declared::new(&config.tools);
-        let dialect = (config.dialect != Dialect::Hermes)
+        let mut dialect = (config.dialect != Dialect::Hermes)
             .then(|| Box::new(dialect::engine::Engine::new(&config)));
         let state = if config.reasoning_open {
             State::Think { matched: 0 }
         } else {
             State::Text
         };
-        Parser {
+        let lane = match dialect.as_deref_mut() {
+            Some(engine) => engine.lane(),
+            None => lane::hermes(open_markers(config.think)),
+        };
+        let mut parser = Parser {
             function: None,
             dialect,
             config,
@@ -217,7 +230,10 @@ impl Parser {
             seen_visible: false,
             next_index: 0,
             utf8: utf8::Carry::default(),
-        }
+            lane,
+        };
+        parser.set_lane();
+        parser
     }
 
     /// How many calls have been emitted so far.
@@ -231,52 +247,56 @@ impl Parser {
     /// Pushes the next chunk of text.
     #[inline]
     pub fn push<S: Sink + ?Sized>(&mut self, chunk: &str, sink: &mut S) {
-        if self.dialect.is_some() {
-            return self.push_dialect(chunk, sink);
-        }
-        // The token-streaming common case: a short piece of plain text.
-        if chunk.len() < 16
-            && matches!(self.state, State::Text)
-            && find_special(chunk.as_bytes()).is_none()
+        // The token-streaming common case: a short piece of plain content (see `lane`).
+        if chunk.len() < 16 && self.lane.takes_str(chunk.as_bytes()) && self.lane_push(chunk, sink)
         {
-            self.emit_text(chunk, sink);
             return;
         }
         self.push_general(chunk, sink);
     }
 
-    /// Another dialect's engine; kept out of line so the hermes path stays small enough to inline.
-    #[inline(never)]
-    fn push_dialect<S: Sink + ?Sized>(&mut self, chunk: &str, sink: &mut S) {
-        if let Some(engine) = self.dialect.as_deref_mut() {
-            engine.push(chunk, sink);
+    /// Pushes the next chunk of raw bytes, which may split a UTF-8 character anywhere. An incomplete
+    /// character at the end is held until its remaining bytes arrive; invalid bytes become U+FFFD.
+    #[inline]
+    pub fn push_bytes<S: Sink + ?Sized>(&mut self, chunk: &[u8], sink: &mut S) {
+        // One byte: plain content, the next byte of a marker or of a character (see `lane`).
+        if let [b] = *chunk {
+            if self.lane_byte(b, sink) {
+                return;
+            }
         }
+        self.push_bytes_general(chunk, sink);
     }
 
     #[inline(never)]
     fn push_general<S: Sink + ?Sized>(&mut self, chunk: &str, sink: &mut S) {
-        let mut i = 0;
-        while i < chunk.len() {
-            // Plain text skips the general state dispatch: it is most of every stream.
-            i = if matches!(self.state, State::Text) {
-                self.text(chunk, i, sink)
-            } else {
-                self.step(chunk, i, sink)
-            };
+        if let Some(engine) = self.dialect.as_deref_mut() {
+            // Only the held bytes grow, or the engine's general path.
+            if !engine.extend_held(chunk) {
+                engine.push(chunk, sink);
+            }
+        } else {
+            let mut i = 0;
+            while i < chunk.len() {
+                // Plain text skips the general state dispatch: it is most of every stream.
+                i = if matches!(self.state, State::Text) {
+                    self.text(chunk, i, sink)
+                } else {
+                    self.step(chunk, i, sink)
+                };
+            }
         }
+        self.set_lane();
     }
 
-    /// Pushes the next chunk of raw bytes, which may split a UTF-8 character anywhere. An incomplete
-    /// character at the end is held until its remaining bytes arrive; invalid bytes become U+FFFD.
-    pub fn push_bytes<S: Sink + ?Sized>(&mut self, chunk: &[u8], sink: &mut S) {
-        if !self.utf8.pending() {
-            // The common cases first: one ASCII byte (token streaming), then a valid chunk.
-            if let [b] = chunk {
-                if b.is_ascii() {
-                    let mut tmp = [0u8; 4];
-                    return self.push(char::from(*b).encode_utf8(&mut tmp), sink);
-                }
+    #[inline(never)]
+    fn push_bytes_general<S: Sink + ?Sized>(&mut self, chunk: &[u8], sink: &mut S) {
+        if let [b] = *chunk {
+            if b.is_ascii() && !self.utf8.pending() {
+                return self.push_general(char::from(b).encode_utf8(&mut [0; 4]), sink);
             }
+        }
+        if !self.utf8.pending() {
             if let Ok(s) = std::str::from_utf8(chunk) {
                 return self.push(s, sink);
             }
@@ -284,10 +304,16 @@ impl Parser {
         let mut carry = std::mem::take(&mut self.utf8);
         carry.decode(chunk, &mut |s: &str| self.push(s, sink));
         self.utf8 = carry;
+        self.set_lane();
     }
 
     /// Ends the stream: whatever is still held is judged and emitted.
     pub fn finish<S: Sink + ?Sized>(&mut self, sink: &mut S) {
+        self.finish_states(sink);
+        self.set_lane();
+    }
+
+    fn finish_states<S: Sink + ?Sized>(&mut self, sink: &mut S) {
         if self.utf8.pending() {
             self.utf8 = utf8::Carry::default();
             self.push("\u{FFFD}", sink);
@@ -610,11 +636,7 @@ impl Parser {
 
     /// The markers that can open something in text.
     fn open_markers(&self) -> &'static [&'static [u8]] {
-        if self.config.think {
-            &[OPEN_CALL, OPEN_USE, OPEN_FUNCTION, OPEN_THINK]
-        } else {
-            &[OPEN_CALL, OPEN_USE, OPEN_FUNCTION]
-        }
+        open_markers(self.config.think)
     }
 
     /// A backtick at `j` handled by the state machine.
@@ -665,10 +687,24 @@ impl Parser {
     }
 }
 
+/// The markers that can open something in text, with or without `<think>`.
+fn open_markers(think: bool) -> &'static [&'static [u8]] {
+    if think {
+        &[OPEN_CALL, OPEN_USE, OPEN_FUNCTION, OPEN_THINK]
+    } else {
+        &[OPEN_CALL, OPEN_USE, OPEN_FUNCTION]
+    }
+}
+
 /// Whether `window` and `marker` agree on their common length (the marker may still be there).
 fn agrees(window: &[u8], marker: &[u8]) -> bool {
-    let n = window.len().min(marker.len());
-    window[..n] == marker[..n]
+    same_bytes(window, marker)
+}
+
+/// Whether `a` and `b` agree on their common length. A plain loop: these are a few bytes, and a
+/// byte at a time a library compare call costs more than the compare.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// The first `<` or backtick.
@@ -744,12 +780,13 @@ enum Match {
 fn match_prefix(prefix: &[u8], candidates: &[&'static [u8]]) -> Match {
     let mut partial = false;
     for &c in candidates {
-        if c == prefix {
+        if c.len() < prefix.len() || !same_bytes(c, prefix) {
+            continue;
+        }
+        if c.len() == prefix.len() {
             return Match::Full(c);
         }
-        if c.starts_with(prefix) {
-            partial = true;
-        }
+        partial = true;
     }
     if partial {
         Match::Partial

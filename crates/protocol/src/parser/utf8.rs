@@ -7,9 +7,70 @@ pub(super) struct Carry {
     len: u8,
 }
 
+/// What one more byte did to the carried character (see [`Carry::push_byte`]).
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Byte {
+    /// It began a multi-byte character.
+    Started,
+    /// It continued the character, which is still incomplete.
+    More,
+    /// It completed the character.
+    Char(char),
+    /// Anything else (ASCII, an invalid byte, or a byte that cannot continue the character):
+    /// nothing changed, and [`Carry::decode`] must take the byte.
+    Other,
+}
+
 impl Carry {
     pub(super) fn pending(&self) -> bool {
         self.len > 0
+    }
+
+    /// The common case of byte input, without a general decode: one byte of a valid multi-byte
+    /// character.
+    #[inline]
+    pub(super) fn push_byte(&mut self, b: u8) -> Byte {
+        let len = usize::from(self.len);
+        let Some(&lead) = self.bytes.first().filter(|_| len > 0) else {
+            if (0xC2..=0xF4).contains(&b) {
+                self.bytes[0] = b;
+                self.len = 1;
+                return Byte::Started;
+            }
+            return Byte::Other;
+        };
+        // The second byte's range excludes overlong forms, surrogates and values past U+10FFFF.
+        let range = match (len, lead) {
+            (1, 0xE0) => 0xA0..=0xBF,
+            (1, 0xED) => 0x80..=0x9F,
+            (1, 0xF0) => 0x90..=0xBF,
+            (1, 0xF4) => 0x80..=0x8F,
+            _ => 0x80..=0xBF,
+        };
+        if !range.contains(&b) {
+            return Byte::Other;
+        }
+        let width = match lead {
+            0xC2..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            _ => 4,
+        };
+        if len + 1 < width {
+            self.bytes[len] = b;
+            self.len += 1;
+            return Byte::More;
+        }
+        let mut code = u32::from(lead & (0x7F >> width));
+        for &c in self.bytes[1..len].iter().chain([&b]) {
+            code = (code << 6) | u32::from(c & 0x3F);
+        }
+        match char::from_u32(code) {
+            Some(c) => {
+                self.len = 0;
+                Byte::Char(c)
+            }
+            None => Byte::Other,
+        }
     }
 
     /// Decodes `input` after the carried bytes, handing complete text to `out`. Invalid bytes
@@ -101,6 +162,56 @@ mod tests {
         }
         let singles: Vec<&[u8]> = text.chunks(1).collect();
         assert_eq!(run(&singles), "aé日🎉z");
+    }
+
+    /// Byte by byte, [`Carry::push_byte`] first and [`Carry::decode`] for what it leaves, as the
+    /// parser does.
+    fn run_bytewise(text: &[u8]) -> String {
+        let mut c = Carry::default();
+        let mut s = String::new();
+        for &b in text {
+            match c.push_byte(b) {
+                Byte::Started | Byte::More => {}
+                Byte::Char(ch) => s.push(ch),
+                Byte::Other => c.decode(&[b], &mut |t: &str| s.push_str(t)),
+            }
+        }
+        if c.pending() {
+            s.push('\u{FFFD}');
+        }
+        s
+    }
+
+    #[test]
+    fn push_byte_decodes_as_from_utf8_lossy() {
+        // Every sequence of up to three bytes from a set that covers each lead byte class, the
+        // bounds of the second byte's ranges, continuation bytes and ASCII.
+        let set: [u8; 22] = [
+            b'a', 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1,
+            0xED, 0xEF, 0xF0, 0xF1, 0xF4, 0xF5, 0xFF, 0xC3,
+        ];
+        let mut seq = Vec::new();
+        for &a in &set {
+            for &b in &set {
+                for &c in &set {
+                    for text in [
+                        vec![a],
+                        vec![a, b],
+                        vec![a, b, c],
+                        vec![a, b, c, 0xA9, 0x80],
+                    ] {
+                        seq.clone_from(&text);
+                        assert_eq!(
+                            run_bytewise(&seq),
+                            String::from_utf8_lossy(&seq),
+                            "{seq:x?}"
+                        );
+                    }
+                }
+            }
+        }
+        let text = "aé日🎉z\u{10FFFF}\u{FFFF}\u{D7FF}\u{E000}".as_bytes();
+        assert_eq!(run_bytewise(text), String::from_utf8_lossy(text));
     }
 
     #[test]

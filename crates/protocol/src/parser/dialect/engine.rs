@@ -3,6 +3,8 @@
 //! then read whole by the dialect's section reader. Every byte is scanned once per state it passes
 //! through; only a possible partial marker (a few bytes) is held back at a chunk's end.
 
+mod lane;
+
 use super::scan::{Found, Markers};
 use super::values::ParamTypes;
 use super::Dialect;
@@ -200,6 +202,14 @@ pub(crate) struct Engine {
     buf: String,
     /// Scratch space for [`Engine::resolve_held`].
     probe: String,
+    /// The other allocation for `held` (see [`Engine::resolve_held`]).
+    spare: String,
+    /// While bytes are held: a marker they are a proper prefix of.
+    held_marker: Option<&'static [u8]>,
+    /// The lane's release sets (see [`Engine::lane`]): marker set and held byte, from lane set
+    /// `release_base` on.
+    release_sets: Vec<(usize, u8)>,
+    release_base: usize,
     /// The marker text (or header) that opened the current section.
     open_text: String,
     /// The call name a header gave.
@@ -227,6 +237,10 @@ impl Engine {
             held: String::new(),
             buf: String::new(),
             probe: String::new(),
+            spare: String::new(),
+            held_marker: None,
+            release_sets: Vec::new(),
+            release_base: 0,
             open_text: String::new(),
             label: String::new(),
             at_start: true,
@@ -248,32 +262,7 @@ impl Engine {
         }
     }
 
-    #[inline]
     pub(crate) fn push<S: Sink + ?Sized>(&mut self, s: &str, sink: &mut S) {
-        // The token-streaming common case: a short piece that holds no byte a marker could start
-        // with is text or reasoning to pass on, or section/header bytes to collect (within the
-        // limit, so no overflow check is needed).
-        if s.len() < 16 && self.held.is_empty() {
-            let plain = match self.state {
-                State::Text => !self.at_start || self.spec.start_byte.is_none(),
-                State::Reasoning(_) => true,
-                State::Section { .. } => self.buf.len() + s.len() <= self.max_block,
-                State::Header => self.buf.len() + s.len() <= MAX_HEADER,
-            };
-            if plain && !self.markers().may_start_in(s.as_bytes()) {
-                match self.state {
-                    State::Text => self.emit_text(s, sink),
-                    State::Reasoning(_) => sink.reasoning(s),
-                    State::Section { .. } | State::Header => self.buf.push_str(s),
-                }
-                return;
-            }
-        }
-        self.push_general(s, sink);
-    }
-
-    #[inline(never)]
-    fn push_general<S: Sink + ?Sized>(&mut self, s: &str, sink: &mut S) {
         let mut i = 0;
         while i < s.len() {
             i = if self.held.is_empty() {
@@ -282,27 +271,25 @@ impl Engine {
                 self.resolve_held(s, i, sink)
             };
         }
+        self.held_marker = self.find_held_marker();
     }
 
     /// The held bytes plus the start of `s`: a marker that began in the held bytes completes, is
     /// still undecided, or the held bytes are plain content. Returns where to go on in `s`.
     fn resolve_held<S: Sink + ?Sized>(&mut self, s: &str, i: usize, sink: &mut S) -> usize {
-        let held = std::mem::take(&mut self.held);
+        // Reused buffers: when text arrives a byte at a time, held bytes are resolved on many
+        // pushes. The held bytes move to `spare` while the new held bytes (if any) go to the
+        // other allocation.
+        let mut held = std::mem::replace(&mut self.held, std::mem::take(&mut self.spare));
         let probe_end = ceil_boundary(s, i + 64);
-        // A reused buffer: when text arrives a byte at a time, held bytes are resolved on many
-        // pushes.
         let mut probe = std::mem::take(&mut self.probe);
         probe.clear();
         probe.push_str(&held);
         probe.push_str(&s[i..probe_end]);
         let next = self.resolve_probe(&held, &probe, s.len(), i, probe_end == s.len(), sink);
         self.probe = probe;
-        if self.held.is_empty() {
-            // Keep the allocation for the next partial marker.
-            let mut held = held;
-            held.clear();
-            self.held = held;
-        }
+        held.clear();
+        self.spare = held;
         next
     }
 
@@ -628,6 +615,7 @@ impl Engine {
                 self.emit_text(&header, sink);
             }
         }
+        self.held_marker = self.find_held_marker();
     }
 
     fn emit_text<S: Sink + ?Sized>(&mut self, text: &str, sink: &mut S) {

@@ -59,10 +59,32 @@ impl Markers {
             .unwrap_or(0)
     }
 
-    /// Whether any byte of a short `hay` could start a marker.
-    #[inline]
-    pub(crate) fn may_start_in(&self, hay: &[u8]) -> bool {
-        hay.iter().any(|&b| self.starts[usize::from(b)])
+    /// A marker that `prefix` is a proper prefix of.
+    pub(crate) fn prefixed_by(&self, prefix: &[u8]) -> Option<&'static [u8]> {
+        self.list
+            .iter()
+            .copied()
+            .find(|m| m.len() > prefix.len() && m.starts_with(prefix))
+    }
+
+    /// The distinct first bytes of the markers.
+    pub(crate) fn first_bytes(&self) -> &[u8] {
+        &self.firsts
+    }
+
+    /// Whether `marker` is one of the markers.
+    pub(crate) fn has(&self, marker: &[u8]) -> bool {
+        self.list.contains(&marker)
+    }
+
+    /// Whether a marker starts with bytes `a`, `b`.
+    pub(crate) fn starts_with_pair(&self, a: u8, b: u8) -> bool {
+        self.list.iter().any(|m| m.starts_with(&[a, b]))
+    }
+
+    /// Whether a marker starts with byte `b`.
+    pub(crate) fn may_start_with(&self, b: u8) -> bool {
+        self.starts[usize::from(b)]
     }
 
     /// The next position that could start a marker.

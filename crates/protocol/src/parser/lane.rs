@@ -1,0 +1,441 @@
+//! The fast lane: what a push does when the parser is in a state that passes plain bytes straight
+//! through (text, reasoning, or the body of a section being collected) and the pushed bytes cannot
+//! start anything.
+//!
+//! Token streaming pushes a few bytes at a time, often one, so the fixed cost of a push is most of
+//! the parser's cost there. The lane answers "does this push change nothing but the output?" with
+//! one table load per byte, before any state dispatch. The general path sets the lane up after each
+//! push it handles ([`Parser::set_lane`]); a push the lane does not take goes to the general path,
+//! which gives the same result, so a lane that is closed is always correct and a lane that is open
+//! must only do what the state's own handling would do.
+//!
+//! Besides plain content, one byte at a time also brings markers and multi-byte characters in
+//! pieces: the next byte of a marker that stays incomplete is added to the held bytes directly
+//! ([`Lane::expect`]), and a character's bytes are collected with the lane suspended until it is
+//! complete.
+
+use super::{same_bytes, utf8, Parser, Sink, State};
+
+/// How many byte sets one table holds: one bit per set in a `u32`.
+const SETS: usize = 32;
+
+/// Where the lane's bytes go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Visible text.
+    Text,
+    /// Reasoning.
+    Reasoning,
+    /// Visible text at the start of a line or of the reply (hermes): the first non-blank
+    /// character ends that, and the lane goes on in mid-line text.
+    LineStart,
+    /// Appended to the engine's section or header buffer, while it stays within `limit` bytes.
+    Collect { limit: usize },
+    /// Plain string content of a hermes call block's JSON value: appended to the block, and
+    /// skipped by the JSON scanner, while the block stays within `limit` bytes.
+    JsonString { limit: usize },
+}
+
+pub(crate) struct Lane {
+    /// Per byte, bit `k`: the byte passes in the states of set `k` (no byte of the set). One table
+    /// for every state, so opening the lane in another state copies nothing.
+    table: [u32; 256],
+    gate: Gate,
+    /// The gate while [`Lane::suspend`]ed.
+    suspended: Gate,
+    kind: Kind,
+}
+
+/// What the lane lets through.
+#[derive(Clone, Copy, Debug)]
+struct Gate {
+    /// The current state's bit, or 0 when the lane is closed.
+    mask: u32,
+    /// While a marker is arriving in pieces (the lane closed): the byte that continues it and
+    /// leaves it still incomplete, or [`NO_BYTE`].
+    want: u16,
+    /// While one byte is held: the set of bytes that show it was plain content (they continue no
+    /// marker from it and start none), or 0.
+    release: u32,
+    /// The mask to open once a held byte was released.
+    reopen: u32,
+}
+
+const CLOSED: Gate = Gate {
+    mask: 0,
+    want: NO_BYTE,
+    release: 0,
+    reopen: 0,
+};
+
+/// No byte is wanted.
+const NO_BYTE: u16 = 0x100;
+
+/// A set number as a mask (0, the lane closed, for a set beyond the table).
+fn bit(set: usize) -> u32 {
+    if set < SETS {
+        1 << set
+    } else {
+        0
+    }
+}
+
+impl Lane {
+    /// A closed lane whose set `k < sets` stops at the bytes `b` for which `stops(k, b)`.
+    pub(crate) fn new(sets: usize, stops: impl Fn(usize, u8) -> bool) -> Self {
+        let mut table = [0u32; 256];
+        for (b, slot) in (0..=u8::MAX).zip(table.iter_mut()) {
+            for k in 0..sets.min(SETS) {
+                if !stops(k, b) {
+                    *slot |= 1 << k;
+                }
+            }
+        }
+        Lane {
+            table,
+            gate: CLOSED,
+            suspended: CLOSED,
+            kind: Kind::Text,
+        }
+    }
+
+    /// Whether a lone ASCII byte `b` takes the lane. (A lone byte of another kind is an incomplete
+    /// character: the caller checks for ASCII first.)
+    #[inline(always)]
+    pub(crate) fn takes_byte(&self, b: u8) -> bool {
+        self.table[usize::from(b)] & self.gate.mask != 0
+    }
+
+    /// Whether `b` is the byte that continues a held marker (see [`Lane::expect`]).
+    #[inline(always)]
+    pub(crate) fn wants(&self, b: u8) -> bool {
+        u16::from(b) == self.gate.want
+    }
+
+    /// Whether `b` shows that the one held byte was plain content (see [`Lane::expect`]).
+    #[inline(always)]
+    pub(crate) fn releases(&self, b: u8) -> bool {
+        self.table[usize::from(b)] & self.gate.release != 0
+    }
+
+    /// Whether a non-empty chunk of complete characters takes the lane (every byte passes).
+    #[inline(always)]
+    pub(crate) fn takes_str(&self, s: &[u8]) -> bool {
+        self.gate.mask != 0 && !s.is_empty() && s.iter().all(|&b| self.takes_byte(b))
+    }
+
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// Closes the lane: every push goes to the general path.
+    pub(crate) fn close(&mut self) {
+        self.gate = CLOSED;
+        self.suspended = CLOSED;
+    }
+
+    /// Closes the lane while bytes are held, except that `want` (if any), the byte that continues
+    /// the held marker, is added to them ([`Parser::extend_held`]), and, with `release` =
+    /// `(set, open)`, a byte of byte set `set` shows that the one held byte was `kind` content:
+    /// both go out and the lane opens with set `open` ([`Parser::lane_release`]). Each must be
+    /// what the state's own handling would do.
+    pub(crate) fn expect(&mut self, want: Option<u8>, release: Option<(Kind, usize, usize)>) {
+        self.close();
+        self.gate.want = want.map_or(NO_BYTE, u16::from);
+        if let Some((kind, set, open)) = release {
+            self.kind = kind;
+            self.gate.release = bit(set);
+            self.gate.reopen = bit(open);
+        }
+    }
+
+    /// Opens the lane after a release (see [`Lane::expect`]).
+    pub(crate) fn reopen(&mut self) {
+        self.gate = Gate {
+            mask: self.gate.reopen,
+            ..CLOSED
+        };
+    }
+
+    /// Closes the lane until [`Lane::resume`], which opens it as it was unless it was closed or
+    /// opened again meanwhile (then it stays closed).
+    pub(crate) fn suspend(&mut self) {
+        self.suspended = self.gate;
+        self.gate = CLOSED;
+    }
+
+    pub(crate) fn resume(&mut self) {
+        self.gate = self.suspended;
+        self.suspended = CLOSED;
+    }
+
+    /// Opens the lane for `kind`, stopping at the bytes of set `set` (a set beyond the table
+    /// leaves it closed).
+    pub(crate) fn open(&mut self, kind: Kind, set: usize) {
+        self.kind = kind;
+        self.gate = Gate {
+            mask: bit(set),
+            ..CLOSED
+        };
+        self.suspended = CLOSED;
+    }
+}
+
+/// Hermes's byte sets (see [`Parser::set_lane`]): mid-line text stops at what may open a marker,
+/// a fence or a code span and at a newline (which changes the line state); text at the start of a
+/// line also at blanks (which it counts); an inline code span's content at a backtick or a
+/// newline; a JSON string in a call block at its end, an escape or a control character.
+/// After a held `<`, mid-line text that continues no open marker releases it.
+const HERMES_TEXT: usize = 0;
+const HERMES_LINE_START: usize = 1;
+const HERMES_SPAN: usize = 2;
+const HERMES_JSON_STRING: usize = 3;
+const HERMES_AFTER_LT: usize = 4;
+
+/// Hermes's lane; `open_markers` are the markers that open something in text (all start with `<`).
+pub(super) fn hermes(open_markers: &[&[u8]]) -> Lane {
+    let text_stops = |b: u8| matches!(b, b'<' | b'`' | b'\n');
+    Lane::new(5, |set, b| match set {
+        HERMES_TEXT => text_stops(b),
+        HERMES_LINE_START => matches!(b, b'<' | b'`' | b' ' | b'\t' | b'\r' | b'\n'),
+        HERMES_SPAN => matches!(b, b'`' | b'\n'),
+        HERMES_JSON_STRING => super::json::STRING_SPECIAL[usize::from(b)],
+        _ => text_stops(b) || open_markers.iter().any(|m| m.get(1) == Some(&b)),
+    })
+}
+
+impl Parser {
+    /// One pushed byte, if the lane can take it: plain content, the next byte of a held marker, or
+    /// a byte of a multi-byte character. False when the general path must take it.
+    #[inline(always)]
+    pub(super) fn lane_byte<S: Sink + ?Sized>(&mut self, b: u8, sink: &mut S) -> bool {
+        if b.is_ascii() {
+            if self.lane.takes_byte(b) {
+                return self.lane_char(char::from(b), sink);
+            }
+            if self.lane.wants(b) {
+                self.extend_held(b);
+                return true;
+            }
+            return self.lane.releases(b) && self.lane_release(b, sink);
+        }
+        // The lane waits while the character is incomplete (the state cannot change meanwhile)
+        // and takes it whole.
+        match self.utf8.push_byte(b) {
+            utf8::Byte::Started => self.lane.suspend(),
+            utf8::Byte::More => {}
+            utf8::Byte::Char(c) => {
+                self.lane.resume();
+                let mut tmp = [0; 4];
+                let s = c.encode_utf8(&mut tmp);
+                if !(self.lane.takes_str(s.as_bytes()) && self.lane_push(s, sink)) {
+                    self.push_general(s, sink);
+                }
+            }
+            utf8::Byte::Other => return false,
+        }
+        true
+    }
+
+    /// Hands content the lane took to where the current state sends it; false when it cannot
+    /// (a section that would outgrow its limit), and the general path must take it.
+    #[inline(always)]
+    pub(super) fn lane_push<S: Sink + ?Sized>(&mut self, text: &str, sink: &mut S) -> bool {
+        match self.lane.kind() {
+            Kind::Text => sink.text(text),
+            Kind::Reasoning => sink.reasoning(text),
+            Kind::LineStart => self.line_start_text(text, sink),
+            Kind::Collect { limit } => {
+                return self
+                    .dialect
+                    .as_deref_mut()
+                    .is_some_and(|engine| engine.collect(text, limit))
+            }
+            Kind::JsonString { limit } => {
+                if self.buf.len() + text.len() > limit {
+                    return false;
+                }
+                self.buf.push_str(text);
+                self.scanner.skip(text.len());
+            }
+        }
+        true
+    }
+
+    /// [`Parser::lane_push`] for one character.
+    #[inline(always)]
+    fn lane_char<S: Sink + ?Sized>(&mut self, c: char, sink: &mut S) -> bool {
+        match self.lane.kind() {
+            Kind::Text => sink.text(c.encode_utf8(&mut [0; 4])),
+            Kind::Reasoning => sink.reasoning(c.encode_utf8(&mut [0; 4])),
+            Kind::LineStart => self.line_start_text(c.encode_utf8(&mut [0; 4]), sink),
+            Kind::Collect { limit } => {
+                return self
+                    .dialect
+                    .as_deref_mut()
+                    .is_some_and(|engine| engine.collect_char(c, limit))
+            }
+            Kind::JsonString { limit } => {
+                if self.buf.len() + c.len_utf8() > limit {
+                    return false;
+                }
+                self.buf.push(c);
+                self.scanner.skip(c.len_utf8());
+            }
+        }
+        true
+    }
+
+    /// Text that begins a line with something visible (no blank, so `emit_text` would end the
+    /// line start and note the visible text): the lane goes on in mid-line text.
+    fn line_start_text<S: Sink + ?Sized>(&mut self, text: &str, sink: &mut S) {
+        self.line = None;
+        self.seen_visible = true;
+        self.lane.open(Kind::Text, HERMES_TEXT);
+        sink.text(text);
+    }
+
+    /// The one held byte was plain content, as `b` shows (see [`Lane::expect`]): both go out as
+    /// the state's content, as its own handling would send them (the held byte first, then `b`).
+    /// False, with nothing changed, when a section would outgrow its limit.
+    #[inline(never)]
+    fn lane_release<S: Sink + ?Sized>(&mut self, b: u8, sink: &mut S) -> bool {
+        let kind = self.lane.kind();
+        let mut held = match self.dialect.as_deref_mut() {
+            Some(engine) => match engine.take_held(kind) {
+                Some(held) => held,
+                None => return false,
+            },
+            None => {
+                // What `release_held` and the text state do with `<` and a plain byte.
+                self.function = None;
+                self.state = State::Text;
+                self.line = None;
+                self.seen_visible = true;
+                std::mem::take(&mut self.held)
+            }
+        };
+        self.lane.reopen();
+        // Both succeed: `take_held` checked a section's limit for the held byte and `b`, and text
+        // and reasoning have none.
+        if self.lane_push(&held, sink) {
+            self.lane_char(char::from(b), sink);
+        }
+        held.clear();
+        match self.dialect.as_deref_mut() {
+            Some(engine) => engine.give_held(held),
+            None => self.held = held,
+        }
+        true
+    }
+
+    /// Adds the byte the lane wanted to the held marker (see [`Lane::expect`]).
+    #[inline]
+    fn extend_held(&mut self, b: u8) {
+        let want = match self.dialect.as_deref_mut() {
+            Some(engine) => engine.extend_held_byte(b),
+            None => {
+                self.held.push(char::from(b));
+                self.held_marker_next()
+            }
+        };
+        self.lane.expect(want, None);
+    }
+
+    /// In [`State::TextTag`], the byte that continues `held` towards an open marker and leaves it
+    /// still a proper prefix of that marker (and of no marker in full), so that the state's step
+    /// would only hold it (`Match::Partial`).
+    fn held_marker_next(&self) -> Option<u8> {
+        if !matches!(self.state, State::TextTag) {
+            return None;
+        }
+        let held = self.held.as_bytes();
+        let n = held.len();
+        let markers = self.open_markers();
+        let next = markers
+            .iter()
+            .find(|m| m.len() > n + 1 && same_bytes(m, held))
+            .map(|m| m[n])?;
+        let completes = markers
+            .iter()
+            .any(|m| m.len() == n + 1 && same_bytes(m, held) && m[n] == next);
+        (!completes).then_some(next)
+    }
+
+    /// Opens the lane for the current state, or closes it. Called after every change of state the
+    /// lane does not make itself.
+    pub(super) fn set_lane(&mut self) {
+        if let Some(engine) = self.dialect.as_deref() {
+            return engine.set_lane(self.utf8.pending(), &mut self.lane);
+        }
+        if self.utf8.pending() {
+            return self.lane.close();
+        }
+        match &self.state {
+            // Mid-line (`line` is None) only a newline changes the line state, and once something
+            // visible was emitted `seen_visible` stays: plain bytes change neither.
+            State::Text if self.line.is_none() && self.seen_visible => {
+                self.lane.open(Kind::Text, HERMES_TEXT)
+            }
+            State::Text => self.lane.open(Kind::LineStart, HERMES_LINE_START),
+            State::CodeSpan { run: 0, .. } if self.line.is_none() && self.seen_visible => {
+                self.lane.open(Kind::Text, HERMES_SPAN)
+            }
+            State::TextTag => {
+                // A lone `<` followed by plain text is text (emitted, it ends any line start).
+                let release =
+                    (self.held == "<").then_some((Kind::Text, HERMES_AFTER_LT, HERMES_TEXT));
+                self.lane.expect(self.held_marker_next(), release)
+            }
+            State::Block(block) if block.in_value() && self.scanner.in_string() => {
+                let limit = self.config.max_block_bytes;
+                self.lane
+                    .open(Kind::JsonString { limit }, HERMES_JSON_STRING)
+            }
+            _ => self.lane.close(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn a_lane_takes_only_what_its_set_lets_through() {
+        let mut lane = Lane::new(40, |set, b| b == b'<' || (set == 1 && b == b'x'));
+        assert!(!lane.takes_byte(b'a') && !lane.takes_str(b"a"));
+        lane.open(Kind::Text, 0);
+        assert!(lane.takes_byte(b'a') && lane.takes_byte(b'x'));
+        assert!(!lane.takes_byte(b'<'));
+        assert!(lane.takes_str("café".as_bytes()) && !lane.takes_str(b"a<b"));
+        assert!(!lane.takes_str(b""));
+        lane.open(Kind::Text, 1);
+        assert!(lane.takes_byte(b'a') && !lane.takes_byte(b'x') && !lane.takes_str(b"xa"));
+        lane.open(Kind::Text, 32);
+        assert!(!lane.takes_byte(b'a'));
+        lane.open(Kind::Text, 0);
+        lane.suspend();
+        assert!(!lane.takes_byte(b'a') && !lane.takes_str(b"a"));
+        lane.resume();
+        assert!(lane.takes_byte(b'a') && lane.takes_str(b"a"));
+        lane.suspend();
+        lane.close();
+        lane.resume();
+        assert!(!lane.takes_byte(b'a'));
+        lane.expect(Some(b'x'), Some((Kind::Text, 1, 0)));
+        assert!(!lane.takes_byte(b'x') && lane.wants(b'x') && !lane.wants(b'a'));
+        assert!(lane.releases(b'a') && !lane.releases(b'x') && !lane.releases(b'<'));
+        lane.suspend();
+        assert!(!lane.wants(b'x'));
+        lane.resume();
+        assert!(lane.wants(b'x'));
+        lane.reopen();
+        assert!(lane.takes_byte(b'x') && !lane.wants(b'x') && !lane.releases(b'a'));
+        lane.expect(None, None);
+        assert!(!lane.wants(b'x') && !lane.wants(0) && !lane.releases(b'a'));
+        lane.open(Kind::Text, 0);
+        assert!(!lane.wants(b'x'));
+        lane.close();
+        assert!(!lane.takes_byte(b'a') && !lane.takes_str(b"a"));
+    }
+}
