@@ -117,6 +117,58 @@ impl Parser {
         self.block_general(s, i, None, sink)
     }
 
+    /// One ASCII byte in a block (see `step`): more of a value, what may follow one, content
+    /// after it, and the next byte of a tag that stays incomplete, as [`Parser::block_general`]
+    /// takes them. False, with nothing changed, when the general path must take it.
+    pub(super) fn block_byte<S: Sink + ?Sized>(&mut self, b: u8, sink: &mut S) -> bool {
+        // A byte that makes the block too large is the general path's.
+        if self.buf.len() >= self.config.max_block_bytes {
+            return false;
+        }
+        let State::Block(block) = &mut self.state else {
+            return false;
+        };
+        match block.phase {
+            Phase::Value => {
+                let fed = self.scanner.feed(std::slice::from_ref(&b));
+                if fed != Feed::NeedMore {
+                    let s = super::step::ascii(&b);
+                    let next = self.block_general(s, 0, Some(fed), sink);
+                    self.run(s, next, sink);
+                    return true;
+                }
+            }
+            Phase::After if matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b',') => {}
+            // `Junk` takes a `<` (every tag starts with it and is longer).
+            Phase::After | Phase::Junk | Phase::Broken if b == b'<' => {
+                let resume = if block.phase == Phase::Broken {
+                    Rest::Broken
+                } else {
+                    Rest::Junk
+                };
+                block.tag_start = self.buf.len();
+                block.phase = Phase::Tag { resume };
+            }
+            Phase::Junk | Phase::Broken => {}
+            Phase::Tag { .. } => {
+                let held = &self.buf.as_bytes()[block.tag_start..];
+                let partial = BLOCK_TAGS
+                    .iter()
+                    .any(|t| t.len() > held.len() + 1 && t.starts_with(held) && t[held.len()] == b);
+                let full = BLOCK_TAGS.iter().any(|t| {
+                    t.len() == held.len() + 1 && t.starts_with(held) && t[held.len()] == b
+                });
+                // Only a tag that stays incomplete (`Match::Partial`).
+                if !partial || full {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+        self.buf.push(char::from(b));
+        true
+    }
+
     /// Every phase; `fed` is the scanner's answer when the fast path already fed the value.
     fn block_general<S: Sink + ?Sized>(
         &mut self,

@@ -22,6 +22,7 @@ mod json;
 mod lane;
 mod problem;
 mod shape;
+mod step;
 mod text;
 mod utf8;
 
@@ -278,17 +279,25 @@ impl Parser {
                 engine.push(chunk, sink);
             }
         } else {
-            let mut i = 0;
-            while i < chunk.len() {
-                // Plain text skips the general state dispatch: it is most of every stream.
-                i = if matches!(self.state, State::Text) {
-                    self.text(chunk, i, sink)
-                } else {
-                    self.step(chunk, i, sink)
-                };
+            match *chunk.as_bytes() {
+                // One byte: its state's own step, without the dispatch (see `step`).
+                [b] if self.byte_step(b, sink) => {}
+                _ => self.run(chunk, 0, sink),
             }
         }
         self.set_lane();
+    }
+
+    /// Hermes's state machine on `chunk` from `i` to its end.
+    fn run<S: Sink + ?Sized>(&mut self, chunk: &str, mut i: usize, sink: &mut S) {
+        while i < chunk.len() {
+            // Plain text skips the general state dispatch: it is most of every stream.
+            i = if matches!(self.state, State::Text) {
+                self.text(chunk, i, sink)
+            } else {
+                self.step(chunk, i, sink)
+            };
+        }
     }
 
     #[inline(never)]

@@ -1,0 +1,109 @@
+//! One-byte steps: what hermes's states do with a lone ASCII byte that the fast lane ([`lane`])
+//! does not take, without the general path's dispatch.
+//!
+//! A byte at a time, the bytes that change the state (a newline, a `<`, a backtick, the JSON
+//! structure of a call block, the tags around it) are about a tenth of the text, and the general
+//! path's fixed cost (the chunk loop, the state dispatch, the marker search of plain text, moving
+//! a block out of the state and back) is most of what they cost. Each step here does exactly what
+//! the state's own handling in `text.rs` or `block.rs` does with that one byte; a byte no step
+//! knows goes to the general path unchanged.
+//!
+//! [`lane`]: super::lane
+
+use super::{Parser, Sink, State, MAX_TAG_SPACE};
+
+impl Parser {
+    /// Takes the one ASCII byte `b` in the current state, as the general path would. False, with
+    /// nothing changed, when the general path must take it.
+    pub(super) fn byte_step<S: Sink + ?Sized>(&mut self, b: u8, sink: &mut S) -> bool {
+        match self.state {
+            State::Text => self.text_byte(b, sink),
+            State::TagSpace if is_blank(b) && self.held.len() < MAX_TAG_SPACE => {
+                self.held.push(char::from(b));
+                true
+            }
+            State::Ticks { .. } | State::CodeSpan { .. } => {
+                self.span_byte(b, sink);
+                true
+            }
+            State::Block(_) => self.block_byte(b, sink),
+            _ => false,
+        }
+    }
+
+    /// [`State::Text`]: blanks and newlines (which move the line state), a `<` that may open a
+    /// tag, a backtick in the middle of a line.
+    fn text_byte<S: Sink + ?Sized>(&mut self, b: u8, sink: &mut S) -> bool {
+        match b {
+            b' ' | b'\t' | b'\r' | b'\n' => self.emit_text(ascii(&b), sink),
+            b'<' => {
+                // Every open marker starts with `<` and is longer: it is held (`text`).
+                self.held.clear();
+                self.held.push('<');
+                self.state = State::TextTag;
+            }
+            // At the start of a line a backtick may open a fence (`backtick`).
+            b'`' if self.line.is_none() => {
+                self.emit_text("`", sink);
+                self.state = State::Ticks { run: 1 };
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// [`State::Ticks`] and [`State::CodeSpan`]: a backtick run in a line and the inline code span
+    /// it opens, byte by byte as `step` takes them (a state change that does not consume the byte
+    /// is followed by the next state's handling of it).
+    fn span_byte<S: Sink + ?Sized>(&mut self, b: u8, sink: &mut S) {
+        let tick = b == b'`';
+        loop {
+            match self.state {
+                State::Ticks { run } if tick => {
+                    self.state = State::Ticks { run: run + 1 };
+                    return self.emit_text("`", sink);
+                }
+                State::Ticks { run } => self.state = State::CodeSpan { ticks: run, run: 0 },
+                State::CodeSpan { ticks, run } if run > 0 => {
+                    if tick {
+                        self.state = State::CodeSpan {
+                            ticks,
+                            run: run + 1,
+                        };
+                        return self.emit_text("`", sink);
+                    }
+                    if run != ticks {
+                        self.state = State::CodeSpan { ticks, run: 0 };
+                        continue;
+                    }
+                    // The span closed: the byte is text.
+                    self.state = State::Text;
+                    if !self.text_byte(b, sink) {
+                        self.run(ascii(&b), 0, sink);
+                    }
+                    return;
+                }
+                State::CodeSpan { ticks, .. } => {
+                    self.emit_text(ascii(&b), sink);
+                    if b == b'\n' {
+                        self.state = State::Text;
+                        self.line = Some(0);
+                    } else if tick {
+                        self.state = State::CodeSpan { ticks, run: 1 };
+                    }
+                    return;
+                }
+                _ => return self.run(ascii(&b), 0, sink),
+            }
+        }
+    }
+}
+
+/// An ASCII byte as a one-character string.
+pub(super) fn ascii(b: &u8) -> &str {
+    std::str::from_utf8(std::slice::from_ref(b)).unwrap_or_default()
+}
+
+fn is_blank(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
+}
