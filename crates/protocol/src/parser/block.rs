@@ -117,10 +117,11 @@ impl Parser {
         self.block_general(s, i, None, sink)
     }
 
-    /// One ASCII byte in a block (see `step`): more of a value, what may follow one, content
-    /// after it, and the next byte of a tag that stays incomplete, as [`Parser::block_general`]
-    /// takes them. False, with nothing changed, when the general path must take it.
-    pub(super) fn block_byte<S: Sink + ?Sized>(&mut self, b: u8, sink: &mut S) -> bool {
+    /// One ASCII byte in a block (see `step`) after its value (the lane reads values): what may
+    /// follow one, content after it, and the next byte of a tag that stays incomplete, as
+    /// [`Parser::block_general`] takes them. False, with nothing changed, when the general path
+    /// must take it.
+    pub(super) fn block_byte(&mut self, b: u8) -> bool {
         // A byte that makes the block too large is the general path's.
         if self.buf.len() >= self.config.max_block_bytes {
             return false;
@@ -129,15 +130,6 @@ impl Parser {
             return false;
         };
         match block.phase {
-            Phase::Value => {
-                let fed = self.scanner.feed(std::slice::from_ref(&b));
-                if fed != Feed::NeedMore {
-                    let s = super::step::ascii(&b);
-                    let next = self.block_general(s, 0, Some(fed), sink);
-                    self.run(s, next, sink);
-                    return true;
-                }
-            }
             Phase::After if matches!(b, b' ' | b'\t' | b'\r' | b'\n' | b',') => {}
             // `Junk` takes a `<` (every tag starts with it and is longer).
             Phase::After | Phase::Junk | Phase::Broken if b == b'<' => {
@@ -170,7 +162,7 @@ impl Parser {
     }
 
     /// Every phase; `fed` is the scanner's answer when the fast path already fed the value.
-    fn block_general<S: Sink + ?Sized>(
+    pub(super) fn block_general<S: Sink + ?Sized>(
         &mut self,
         s: &str,
         i: usize,
@@ -513,5 +505,26 @@ mod tests {
             .to_string()
             .contains("larger than 64 bytes"));
         assert_eq!(out.text, big);
+    }
+
+    /// The one-byte lane reads a value with the scanner and stops at the block's limit: wherever
+    /// the limit falls (in a string, in the structure, in a character, after the value), byte
+    /// input gives what the whole text gives.
+    #[test]
+    fn the_limit_holds_a_byte_at_a_time() {
+        let text = "a\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": \"é\\\"b\", \"n\": [1, 2.5]}}\n</tool_call>\ntail";
+        for max_block_bytes in 1..text.len() + 2 {
+            let cfg = ParserConfig {
+                max_block_bytes,
+                ..ParserConfig::default()
+            };
+            let mut out = crate::response::ModelResponse::default();
+            let mut p = super::super::Parser::new(cfg.clone());
+            for b in text.as_bytes() {
+                p.push_bytes(std::slice::from_ref(b), &mut out);
+            }
+            p.finish(&mut out);
+            assert_eq!(out, parse(text, &cfg), "limit {max_block_bytes}");
+        }
     }
 }

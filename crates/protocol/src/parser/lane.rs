@@ -14,6 +14,7 @@
 //! ([`Lane::expect`]), and a character's bytes are collected with the lane suspended until it is
 //! complete.
 
+use super::json::{Feed, STRING_SPECIAL};
 use super::{same_bytes, utf8, Parser, Sink, State};
 
 /// How many byte sets one table holds: one bit per set in a `u32`.
@@ -31,9 +32,10 @@ pub(crate) enum Kind {
     LineStart,
     /// Appended to the engine's section or header buffer, while it stays within `limit` bytes.
     Collect { limit: usize },
-    /// Plain string content of a hermes call block's JSON value: appended to the block, and
-    /// skipped by the JSON scanner, while the block stays within `limit` bytes.
-    JsonString { limit: usize },
+    /// A hermes call block's JSON value: appended to the block, while it stays within `limit`
+    /// bytes, and read by the JSON scanner (plain string content is skipped, as the scanner
+    /// would); the byte that ends the value or breaks it goes on to the block's general handling.
+    Json { limit: usize },
 }
 
 pub(crate) struct Lane {
@@ -184,12 +186,12 @@ impl Lane {
 /// Hermes's byte sets (see [`Parser::set_lane`]): mid-line text stops at what may open a marker,
 /// a fence or a code span and at a newline (which changes the line state); text at the start of a
 /// line also at blanks (which it counts); an inline code span's content at a backtick or a
-/// newline; a JSON string in a call block at its end, an escape or a control character.
+/// newline; a call block's JSON value at nothing (the scanner reads its structure).
 /// After a held `<`, mid-line text that continues no open marker releases it.
 const HERMES_TEXT: usize = 0;
 const HERMES_LINE_START: usize = 1;
 const HERMES_SPAN: usize = 2;
-const HERMES_JSON_STRING: usize = 3;
+const HERMES_JSON: usize = 3;
 const HERMES_AFTER_LT: usize = 4;
 
 /// Hermes's lane; `open_markers` are the markers that open something in text (all start with `<`).
@@ -199,7 +201,7 @@ pub(super) fn hermes(open_markers: &[&[u8]]) -> Lane {
         HERMES_TEXT => text_stops(b),
         HERMES_LINE_START => matches!(b, b'<' | b'`' | b' ' | b'\t' | b'\r' | b'\n'),
         HERMES_SPAN => matches!(b, b'`' | b'\n'),
-        HERMES_JSON_STRING => super::json::STRING_SPECIAL[usize::from(b)],
+        HERMES_JSON => false,
         _ => text_stops(b) || open_markers.iter().any(|m| m.get(1) == Some(&b)),
     })
 }
@@ -251,9 +253,12 @@ impl Parser {
                     .as_deref_mut()
                     .is_some_and(|engine| engine.collect(text, limit))
             }
-            Kind::JsonString { limit } => {
+            Kind::Json { limit } => {
                 if self.buf.len() + text.len() > limit {
                     return false;
+                }
+                if !(self.scanner.in_string() && text.bytes().all(plain_string_byte)) {
+                    return self.json_feed(text, sink);
                 }
                 self.buf.push_str(text);
                 self.scanner.skip(text.len());
@@ -275,12 +280,30 @@ impl Parser {
                     .as_deref_mut()
                     .is_some_and(|engine| engine.collect_char(c, limit))
             }
-            Kind::JsonString { limit } => {
+            Kind::Json { limit } => {
                 if self.buf.len() + c.len_utf8() > limit {
                     return false;
                 }
+                if !(self.scanner.in_string() && c.is_ascii() && plain_string_byte(c as u8)) {
+                    return self.json_feed(c.encode_utf8(&mut [0; 4]), sink);
+                }
                 self.buf.push(c);
-                self.scanner.skip(c.len_utf8());
+                self.scanner.skip(1);
+            }
+        }
+        true
+    }
+
+    /// Bytes of a JSON value that the scanner reads (structure, or string content it does not
+    /// skip): what `block_step` does with them, within the block's limit (checked).
+    #[inline(never)]
+    fn json_feed<S: Sink + ?Sized>(&mut self, text: &str, sink: &mut S) -> bool {
+        match self.scanner.feed(text.as_bytes()) {
+            Feed::NeedMore => self.buf.push_str(text),
+            fed => {
+                let next = self.block_general(text, 0, Some(fed), sink);
+                self.run(text, next, sink);
+                self.set_lane();
             }
         }
         true
@@ -387,14 +410,19 @@ impl Parser {
                     (self.held == "<").then_some((Kind::Text, HERMES_AFTER_LT, HERMES_TEXT));
                 self.lane.expect(self.held_marker_next(), release)
             }
-            State::Block(block) if block.in_value() && self.scanner.in_string() => {
+            State::Block(block) if block.in_value() => {
                 let limit = self.config.max_block_bytes;
-                self.lane
-                    .open(Kind::JsonString { limit }, HERMES_JSON_STRING)
+                self.lane.open(Kind::Json { limit }, HERMES_JSON)
             }
             _ => self.lane.close(),
         }
     }
+}
+
+/// A byte of string content that the JSON scanner skips (no end, escape or control character).
+#[inline(always)]
+fn plain_string_byte(b: u8) -> bool {
+    !STRING_SPECIAL[usize::from(b)]
 }
 
 #[cfg(test)]

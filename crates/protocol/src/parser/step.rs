@@ -26,7 +26,7 @@ impl Parser {
                 self.span_byte(b, sink);
                 true
             }
-            State::Block(_) => self.block_byte(b, sink),
+            State::Block(_) => self.block_byte(b),
             _ => false,
         }
     }
