@@ -274,8 +274,12 @@ impl Parser {
     #[inline(never)]
     fn push_general<S: Sink + ?Sized>(&mut self, chunk: &str, sink: &mut S) {
         if let Some(engine) = self.dialect.as_deref_mut() {
-            // Only the held bytes grow, or the engine's general path.
-            if !engine.extend_held(chunk) {
+            // Only the held bytes grow, a one-byte step, or the engine's general path.
+            let stepped = match *chunk.as_bytes() {
+                [b] => engine.byte_step(b, sink),
+                _ => engine.extend_held(chunk),
+            };
+            if !stepped {
                 engine.push(chunk, sink);
             }
         } else {

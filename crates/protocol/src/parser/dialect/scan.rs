@@ -46,6 +46,10 @@ impl Markers {
         self.list.is_empty()
     }
 
+    pub(crate) fn list(&self) -> &[&'static [u8]] {
+        &self.list
+    }
+
     pub(crate) fn marker(&self, index: usize) -> &'static [u8] {
         self.list[index]
     }

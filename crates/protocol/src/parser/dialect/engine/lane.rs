@@ -3,6 +3,7 @@
 
 use super::{header_close, no_markers, Engine, State, MAX_HEADER, REPLY_SET};
 use crate::parser::lane::{Kind, Lane};
+use crate::parser::Sink;
 
 /// The lane's byte sets: text's openers, the header's end, none (a reply-start section), then one
 /// per closer set.
@@ -147,6 +148,70 @@ impl Engine {
         extends
     }
 
+    /// One ASCII byte pushed alone, for the cases the lane leaves to the general path that the
+    /// marker scan decides from the held bytes and `b` alone: `b` starts a marker (held), `b`
+    /// continues the held bytes towards a marker other than the one the lane wanted (held), or
+    /// `b` shows that all the held bytes are content (they and `b` go out as the state's content,
+    /// as `resolve_held` sends them). False, with nothing changed, in every other case.
+    pub(crate) fn byte_step<S: Sink + ?Sized>(&mut self, b: u8, sink: &mut S) -> bool {
+        if self.state == State::Text && self.at_start && self.spec.start_byte.is_some() {
+            return false;
+        }
+        if let State::Section { set: REPLY_SET } = self.state {
+            return false;
+        }
+        let markers = self.markers();
+        let held = self.held.as_bytes();
+        let n = held.len();
+        // The first marker that the held bytes and `b` are a proper prefix of: the scan finds it
+        // open at the held bytes' start and holds them (`Found::Undecided`), as `push` ends with
+        // `find_held_marker`.
+        let longer = markers
+            .list()
+            .iter()
+            .copied()
+            .find(|m| m.len() > n + 1 && m[n] == b && m.starts_with(held));
+        if let Some(marker) = longer {
+            self.held.push(char::from(b));
+            self.held_marker = Some(marker);
+            return true;
+        }
+        if n == 0 {
+            return false;
+        }
+        // No marker can start after the held bytes' first one, and none is complete at it (the
+        // held bytes and `b` begin with none): the scan finds nothing, and they are content.
+        let starts_later = held[1..]
+            .iter()
+            .chain([&b])
+            .any(|&x| markers.may_start_with(x));
+        let complete = markers.list().iter().any(|m| match m.len() {
+            k if k <= n => held.starts_with(m),
+            k if k == n + 1 => m[n] == b && m.starts_with(held),
+            _ => false,
+        });
+        if starts_later || complete || self.content_overflows(n + 1) {
+            return false;
+        }
+        let held = std::mem::take(&mut self.held);
+        self.content(&held, sink);
+        self.content(super::super::super::step::ascii(&b), sink);
+        self.held = held;
+        self.held.clear();
+        self.held_marker = None;
+        true
+    }
+
+    /// Whether `more` bytes of content would take a section or header past its limit.
+    fn content_overflows(&self, more: usize) -> bool {
+        let limit = match self.state {
+            State::Section { .. } => self.max_block,
+            State::Header => MAX_HEADER,
+            State::Text | State::Reasoning(_) => return false,
+        };
+        self.buf.len() + more > limit
+    }
+
     /// [`Engine::extend_held`] for the byte [`Engine::held_next`] gave; returns the next one.
     #[inline]
     pub(crate) fn extend_held_byte(&mut self, b: u8) -> Option<u8> {
@@ -172,5 +237,49 @@ impl Engine {
         }
         let held = self.held.as_bytes();
         self.markers().prefixed_by(held)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::parser::{parse, Dialect, ModelResponse, Parser, ParserConfig};
+
+    /// The one-byte steps hold, switch and release marker starts in text and in sections; a byte
+    /// at a time gives what the whole text gives, wherever a section's limit falls.
+    #[test]
+    fn held_bytes_a_byte_at_a_time_at_every_limit() {
+        let texts = [
+            (
+                Dialect::KimiK2,
+                "a <b <|x <|tool_calls_section_begin|><|tool_call_begin|>functions.f:0\
+                 <|tool_call_argument_begin|>{\"a\": \"<|to <|tool_call_x\"}<|tool_call_end|>\
+                 <|tool_calls_section_end|> <|tool_call_s end",
+            ),
+            (
+                Dialect::Phi4Mini,
+                "fun funct ffunctools functools[{\"name\": \"f\", \"arguments\": {\"a\": \"fu\"}}] ff",
+            ),
+            (
+                Dialect::Mistral,
+                "[T [TOOL [TOOL_CALLS]f[ARGS]{\"a\": \"[TO x\"} [TOOL_CALLS]g[ARGS]{}",
+            ),
+        ];
+        for (dialect, text) in texts {
+            let mut cfg = ParserConfig::with_tools(["f", "g"]);
+            cfg.dialect = dialect;
+            assert!(!parse(text, &cfg).calls.is_empty(), "{dialect}: no call");
+            for max_block_bytes in 1..text.len() + 2 {
+                let mut cfg = ParserConfig::with_tools(["f", "g"]);
+                cfg.dialect = dialect;
+                cfg.max_block_bytes = max_block_bytes;
+                let mut out = ModelResponse::default();
+                let mut p = Parser::new(cfg.clone());
+                for b in text.as_bytes() {
+                    p.push_bytes(std::slice::from_ref(b), &mut out);
+                }
+                p.finish(&mut out);
+                assert_eq!(out, parse(text, &cfg), "{dialect} limit {max_block_bytes}");
+            }
+        }
     }
 }
