@@ -385,6 +385,33 @@ impl Parser {
         (!completes).then_some(next)
     }
 
+    /// The lane of [`State::Text`].
+    pub(super) fn text_lane(&mut self) {
+        if self.line.is_none() && self.seen_visible {
+            self.lane.open(Kind::Text, HERMES_TEXT)
+        } else {
+            self.lane.open(Kind::LineStart, HERMES_LINE_START)
+        }
+    }
+
+    /// The lane of [`State::CodeSpan`] with no backtick run: only mid-line (as it always is
+    /// there) the span's content passes without moving the line state.
+    pub(super) fn span_lane(&mut self) {
+        if self.line.is_none() && self.seen_visible {
+            self.lane.open(Kind::Text, HERMES_SPAN)
+        } else {
+            self.lane.close()
+        }
+    }
+
+    /// The lane of [`State::TextTag`] holding a lone `<`: the next byte of the first open marker
+    /// is held too, and plain text releases the `<` (emitted, it ends any line start).
+    pub(super) fn lt_lane(&mut self) {
+        let want = self.held_marker_next();
+        self.lane
+            .expect(want, Some((Kind::Text, HERMES_AFTER_LT, HERMES_TEXT)));
+    }
+
     /// Opens the lane for the current state, or closes it. Called after every change of state the
     /// lane does not make itself.
     pub(super) fn set_lane(&mut self) {
@@ -397,19 +424,10 @@ impl Parser {
         match &self.state {
             // Mid-line (`line` is None) only a newline changes the line state, and once something
             // visible was emitted `seen_visible` stays: plain bytes change neither.
-            State::Text if self.line.is_none() && self.seen_visible => {
-                self.lane.open(Kind::Text, HERMES_TEXT)
-            }
-            State::Text => self.lane.open(Kind::LineStart, HERMES_LINE_START),
-            State::CodeSpan { run: 0, .. } if self.line.is_none() && self.seen_visible => {
-                self.lane.open(Kind::Text, HERMES_SPAN)
-            }
-            State::TextTag => {
-                // A lone `<` followed by plain text is text (emitted, it ends any line start).
-                let release =
-                    (self.held == "<").then_some((Kind::Text, HERMES_AFTER_LT, HERMES_TEXT));
-                self.lane.expect(self.held_marker_next(), release)
-            }
+            State::Text => self.text_lane(),
+            State::CodeSpan { run: 0, .. } => self.span_lane(),
+            State::TextTag if self.held == "<" => self.lt_lane(),
+            State::TextTag => self.lane.expect(self.held_marker_next(), None),
             State::Block(block) if block.in_value() => {
                 let limit = self.config.max_block_bytes;
                 self.lane.open(Kind::Json { limit }, HERMES_JSON)

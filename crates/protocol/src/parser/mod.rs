@@ -284,8 +284,9 @@ impl Parser {
             }
         } else {
             match *chunk.as_bytes() {
-                // One byte: its state's own step, without the dispatch (see `step`).
-                [b] if self.byte_step(b, sink) => {}
+                // One byte: its state's own step, without the dispatch (see `step`), which also
+                // sets the lane up.
+                [b] if !self.utf8.pending() && self.byte_step(b, sink) => return,
                 _ => self.run(chunk, 0, sink),
             }
         }

@@ -13,20 +13,29 @@
 use super::{Parser, Sink, State, MAX_TAG_SPACE};
 
 impl Parser {
-    /// Takes the one ASCII byte `b` in the current state, as the general path would. False, with
-    /// nothing changed, when the general path must take it.
+    /// Takes the one ASCII byte `b` in the current state, as the general path would, and sets the
+    /// lane up for the state it leaves (each step knows that state: no dispatch on it, as
+    /// `set_lane` has). False, with nothing changed, when the general path must take it.
     pub(super) fn byte_step<S: Sink + ?Sized>(&mut self, b: u8, sink: &mut S) -> bool {
         match self.state {
             State::Text => self.text_byte(b, sink),
             State::TagSpace if is_blank(b) && self.held.len() < MAX_TAG_SPACE => {
                 self.held.push(char::from(b));
+                self.lane.close();
                 true
             }
             State::Ticks { .. } | State::CodeSpan { .. } => {
                 self.span_byte(b, sink);
                 true
             }
-            State::Block(_) => self.block_byte(b),
+            State::Block(_) => {
+                // After a value (the lane reads values), a block has no lane.
+                let taken = self.block_byte(b);
+                if taken {
+                    self.lane.close();
+                }
+                taken
+            }
             _ => false,
         }
     }
@@ -35,17 +44,22 @@ impl Parser {
     /// tag, a backtick in the middle of a line.
     fn text_byte<S: Sink + ?Sized>(&mut self, b: u8, sink: &mut S) -> bool {
         match b {
-            b' ' | b'\t' | b'\r' | b'\n' => self.emit_text(ascii(&b), sink),
+            b' ' | b'\t' | b'\r' | b'\n' => {
+                self.emit_text(ascii(&b), sink);
+                self.text_lane();
+            }
             b'<' => {
                 // Every open marker starts with `<` and is longer: it is held (`text`).
                 self.held.clear();
                 self.held.push('<');
                 self.state = State::TextTag;
+                self.lt_lane();
             }
             // At the start of a line a backtick may open a fence (`backtick`).
             b'`' if self.line.is_none() => {
                 self.emit_text("`", sink);
                 self.state = State::Ticks { run: 1 };
+                self.lane.close();
             }
             _ => return false,
         }
@@ -61,6 +75,7 @@ impl Parser {
             match self.state {
                 State::Ticks { run } if tick => {
                     self.state = State::Ticks { run: run + 1 };
+                    self.lane.close();
                     return self.emit_text("`", sink);
                 }
                 State::Ticks { run } => self.state = State::CodeSpan { ticks: run, run: 0 },
@@ -70,6 +85,7 @@ impl Parser {
                             ticks,
                             run: run + 1,
                         };
+                        self.lane.close();
                         return self.emit_text("`", sink);
                     }
                     if run != ticks {
@@ -80,6 +96,7 @@ impl Parser {
                     self.state = State::Text;
                     if !self.text_byte(b, sink) {
                         self.run(ascii(&b), 0, sink);
+                        self.set_lane();
                     }
                     return;
                 }
@@ -88,12 +105,19 @@ impl Parser {
                     if b == b'\n' {
                         self.state = State::Text;
                         self.line = Some(0);
+                        self.text_lane();
                     } else if tick {
                         self.state = State::CodeSpan { ticks, run: 1 };
+                        self.lane.close();
+                    } else {
+                        self.span_lane();
                     }
                     return;
                 }
-                _ => return self.run(ascii(&b), 0, sink),
+                _ => {
+                    self.run(ascii(&b), 0, sink);
+                    return self.set_lane();
+                }
             }
         }
     }

@@ -174,3 +174,43 @@ fn unicode_is_kept_as_written() {
     assert_eq!(out.calls[0].arguments, "{\"q\":\"café 🎉 \\u00e9\"}");
     assert_eq!(out.text, "日本  ✓");
 }
+
+/// A one-byte `push` while `push_bytes` holds part of a character: the text is read at once, and
+/// the character turns out invalid (one U+FFFD) with the next byte, in every state a one-byte
+/// step takes (text, a backtick run, a code span, a block after its value, a closing tag).
+#[test]
+fn a_byte_pushed_as_text_after_a_split_character() {
+    let text = "a `b` <tool_call>{\"name\":\"search\",\"arguments\":{}} </tool_call>\n `x ``y";
+    for at in 0..=text.len() {
+        for b in [b' ', b'<', b'`', b'\n', b'x'] {
+            let whole = run(&format!(
+                "{}{}\u{FFFD}{}",
+                &text[..at],
+                ascii(b),
+                &text[at..]
+            ));
+            let mut out = ModelResponse::default();
+            let mut p = Parser::new(ParserConfig::with_tools(["get_weather", "search"]));
+            for &c in &text.as_bytes()[..at] {
+                p.push_bytes(&[c], &mut out);
+            }
+            p.push_bytes(&[0xC3], &mut out);
+            p.push(ascii(b), &mut out);
+            for &c in &text.as_bytes()[at..] {
+                p.push_bytes(&[c], &mut out);
+            }
+            p.finish(&mut out);
+            assert_eq!(out, whole, "at {at}, byte {b}");
+        }
+    }
+}
+
+fn ascii(b: u8) -> &'static str {
+    match b {
+        b' ' => " ",
+        b'<' => "<",
+        b'`' => "`",
+        b'\n' => "\n",
+        _ => "x",
+    }
+}
