@@ -61,6 +61,9 @@ struct Gate {
     release: u32,
     /// The mask to open once a held byte was released.
     reopen: u32,
+    /// A byte that ends a line of hermes's mid-line text (see [`Parser::lane_newline`]), or
+    /// [`NO_BYTE`].
+    newline: u16,
 }
 
 const CLOSED: Gate = Gate {
@@ -68,6 +71,7 @@ const CLOSED: Gate = Gate {
     want: NO_BYTE,
     release: 0,
     reopen: 0,
+    newline: NO_BYTE,
 };
 
 /// No byte is wanted.
@@ -106,6 +110,19 @@ impl Lane {
     #[inline(always)]
     pub(crate) fn takes_byte(&self, b: u8) -> bool {
         self.table[usize::from(b)] & self.gate.mask != 0
+    }
+
+    /// Whether `b` ends a line of hermes's mid-line text (see [`Lane::open_text_line`]).
+    #[inline(always)]
+    pub(crate) fn ends_line(&self, b: u8) -> bool {
+        u16::from(b) == self.gate.newline
+    }
+
+    /// Opens the lane for hermes's mid-line text, with a newline taken by
+    /// [`Parser::lane_newline`].
+    fn open_text_line(&mut self) {
+        self.open(Kind::Text, HERMES_TEXT);
+        self.gate.newline = u16::from(b'\n');
     }
 
     /// Whether `b` is the byte that continues a held marker (see [`Lane::expect`]).
@@ -215,6 +232,10 @@ impl Parser {
             if self.lane.takes_byte(b) {
                 return self.lane_char(char::from(b), sink);
             }
+            if self.lane.ends_line(b) {
+                self.lane_newline(sink);
+                return true;
+            }
             if self.lane.wants(b) {
                 self.extend_held(b);
                 return true;
@@ -309,12 +330,21 @@ impl Parser {
         true
     }
 
+    /// A newline in hermes's mid-line text: what `emit_text` and `set_lane` do with it (a line
+    /// starts; something visible was emitted before it).
+    #[inline(always)]
+    fn lane_newline<S: Sink + ?Sized>(&mut self, sink: &mut S) {
+        self.line = Some(0);
+        self.lane.open(Kind::LineStart, HERMES_LINE_START);
+        sink.text("\n");
+    }
+
     /// Text that begins a line with something visible (no blank, so `emit_text` would end the
     /// line start and note the visible text): the lane goes on in mid-line text.
     fn line_start_text<S: Sink + ?Sized>(&mut self, text: &str, sink: &mut S) {
         self.line = None;
         self.seen_visible = true;
-        self.lane.open(Kind::Text, HERMES_TEXT);
+        self.lane.open_text_line();
         sink.text(text);
     }
 
@@ -326,19 +356,23 @@ impl Parser {
         let kind = self.lane.kind();
         let mut held = match self.dialect.as_deref_mut() {
             Some(engine) => match engine.take_held(kind) {
-                Some(held) => held,
+                Some(held) => {
+                    self.lane.reopen();
+                    held
+                }
                 None => return false,
             },
             None => {
-                // What `release_held` and the text state do with `<` and a plain byte.
+                // What `release_held` and the text state do with `<` and a plain byte: mid-line
+                // text follows.
                 self.function = None;
                 self.state = State::Text;
                 self.line = None;
                 self.seen_visible = true;
+                self.lane.open_text_line();
                 std::mem::take(&mut self.held)
             }
         };
-        self.lane.reopen();
         // Both succeed: `take_held` checked a section's limit for the held byte and `b`, and text
         // and reasoning have none.
         if self.lane_push(&held, sink) {
@@ -388,7 +422,7 @@ impl Parser {
     /// The lane of [`State::Text`].
     pub(super) fn text_lane(&mut self) {
         if self.line.is_none() && self.seen_visible {
-            self.lane.open(Kind::Text, HERMES_TEXT)
+            self.lane.open_text_line()
         } else {
             self.lane.open(Kind::LineStart, HERMES_LINE_START)
         }
