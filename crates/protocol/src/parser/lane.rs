@@ -30,6 +30,12 @@ pub(crate) enum Kind {
     /// Visible text at the start of a line or of the reply (hermes): the first non-blank
     /// character ends that, and the lane goes on in mid-line text.
     LineStart,
+    /// Visible text after a backtick run in hermes's mid-line text (`ticks` backticks): the first
+    /// byte that is not a backtick opens an inline code span, and the lane goes on in its content.
+    SpanOpen { ticks: usize },
+    /// Visible text after an inline code span's closing run (hermes): the span has ended, and the
+    /// lane goes on in mid-line text.
+    SpanClose,
     /// Appended to the engine's section or header buffer, while it stays within `limit` bytes.
     Collect { limit: usize },
     /// A hermes call block's JSON value: appended to the block, while it stays within `limit`
@@ -268,6 +274,8 @@ impl Parser {
             Kind::Text => sink.text(text),
             Kind::Reasoning => sink.reasoning(text),
             Kind::LineStart => self.line_start_text(text, sink),
+            Kind::SpanOpen { ticks } => self.span_open_text(ticks, text, sink),
+            Kind::SpanClose => self.span_close_text(text, sink),
             Kind::Collect { limit } => {
                 return self
                     .dialect
@@ -295,6 +303,10 @@ impl Parser {
             Kind::Text => sink.text(c.encode_utf8(&mut [0; 4])),
             Kind::Reasoning => sink.reasoning(c.encode_utf8(&mut [0; 4])),
             Kind::LineStart => self.line_start_text(c.encode_utf8(&mut [0; 4]), sink),
+            Kind::SpanOpen { ticks } => {
+                self.span_open_text(ticks, c.encode_utf8(&mut [0; 4]), sink)
+            }
+            Kind::SpanClose => self.span_close_text(c.encode_utf8(&mut [0; 4]), sink),
             Kind::Collect { limit } => {
                 return self
                     .dialect
@@ -345,6 +357,23 @@ impl Parser {
         self.line = None;
         self.seen_visible = true;
         self.lane.open_text_line();
+        sink.text(text);
+    }
+
+    /// Content after an opening backtick run: what `step` does in [`State::Ticks`] and then in
+    /// the code span it opens (mid-line, `emit_text` changes neither the line state nor
+    /// `seen_visible`).
+    fn span_open_text<S: Sink + ?Sized>(&mut self, ticks: usize, text: &str, sink: &mut S) {
+        self.state = State::CodeSpan { ticks, run: 0 };
+        self.span_lane();
+        sink.text(text);
+    }
+
+    /// Text after a code span's closing run: what `step` does in [`State::CodeSpan`] and then
+    /// `text` in mid-line text.
+    fn span_close_text<S: Sink + ?Sized>(&mut self, text: &str, sink: &mut S) {
+        self.state = State::Text;
+        self.text_lane();
         sink.text(text);
     }
 
@@ -438,6 +467,22 @@ impl Parser {
         }
     }
 
+    /// The lane of [`State::Ticks`] and of [`State::CodeSpan`] in a backtick run: mid-line, plain
+    /// content opens the span after an opening run, and ends it after a closing run as long as
+    /// the opening one.
+    pub(super) fn run_lane(&mut self) {
+        let mid = self.line.is_none() && self.seen_visible;
+        match self.state {
+            State::Ticks { run } if mid => {
+                self.lane.open(Kind::SpanOpen { ticks: run }, HERMES_SPAN)
+            }
+            State::CodeSpan { ticks, run } if mid && run == ticks => {
+                self.lane.open(Kind::SpanClose, HERMES_TEXT)
+            }
+            _ => self.lane.close(),
+        }
+    }
+
     /// The lane of [`State::TextTag`] holding a lone `<`: the next byte of the first open marker
     /// is held too, and plain text releases the `<` (emitted, it ends any line start).
     pub(super) fn lt_lane(&mut self) {
@@ -460,6 +505,7 @@ impl Parser {
             // visible was emitted `seen_visible` stays: plain bytes change neither.
             State::Text => self.text_lane(),
             State::CodeSpan { run: 0, .. } => self.span_lane(),
+            State::Ticks { .. } | State::CodeSpan { .. } => self.run_lane(),
             State::TextTag if self.held == "<" => self.lt_lane(),
             State::TextTag => self.lane.expect(self.held_marker_next(), None),
             State::Block(block) if block.in_value() => {

@@ -59,7 +59,7 @@ impl Parser {
             b'`' if self.line.is_none() => {
                 self.emit_text("`", sink);
                 self.state = State::Ticks { run: 1 };
-                self.lane.close();
+                self.run_lane();
             }
             _ => return false,
         }
@@ -74,19 +74,19 @@ impl Parser {
         loop {
             match self.state {
                 State::Ticks { run } if tick => {
+                    self.emit_text("`", sink);
                     self.state = State::Ticks { run: run + 1 };
-                    self.lane.close();
-                    return self.emit_text("`", sink);
+                    return self.run_lane();
                 }
                 State::Ticks { run } => self.state = State::CodeSpan { ticks: run, run: 0 },
                 State::CodeSpan { ticks, run } if run > 0 => {
                     if tick {
+                        self.emit_text("`", sink);
                         self.state = State::CodeSpan {
                             ticks,
                             run: run + 1,
                         };
-                        self.lane.close();
-                        return self.emit_text("`", sink);
+                        return self.run_lane();
                     }
                     if run != ticks {
                         self.state = State::CodeSpan { ticks, run: 0 };
@@ -108,7 +108,7 @@ impl Parser {
                         self.text_lane();
                     } else if tick {
                         self.state = State::CodeSpan { ticks, run: 1 };
-                        self.lane.close();
+                        self.run_lane();
                     } else {
                         self.span_lane();
                     }

@@ -214,3 +214,18 @@ fn ascii(b: u8) -> &'static str {
         _ => "x",
     }
 }
+
+/// Code spans a byte at a time (the lane opens and closes them): runs of several backticks, a
+/// shorter or longer run inside, a span ended by a newline, a marker right after a span, and a
+/// character right after a run.
+#[test]
+fn code_spans_byte_by_byte() {
+    for text in [
+        "a ``b`c`` d `e`f ```g``` h",
+        "x `a\nb` `c``d` e``",
+        "x `<tool_call>{\"name\":\"search\"}</tool_call>`<tool_call>{\"name\":\"search\",\"arguments\":{}}</tool_call>",
+        "x `é` ``日`` `a`é`b`<b> y",
+    ] {
+        check(text);
+    }
+}
