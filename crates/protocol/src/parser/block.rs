@@ -161,6 +161,27 @@ impl Parser {
         true
     }
 
+    /// The lane of a block after its value (see `lane`): a tag being matched wants the next byte
+    /// of the first tag it begins (no tag begins another, so that byte leaves it incomplete);
+    /// otherwise the lane is closed.
+    pub(super) fn block_lane(&mut self) {
+        let State::Block(block) = &self.state else {
+            return self.lane.close();
+        };
+        if !matches!(block.phase, Phase::Tag { .. }) {
+            return self.lane.close();
+        }
+        let held = &self.buf.as_bytes()[block.tag_start..];
+        let n = held.len();
+        match BLOCK_TAGS
+            .iter()
+            .find(|t| t.len() > n + 1 && t.starts_with(held))
+        {
+            Some(tag) => self.lane.expect_along(tag, n, None),
+            None => self.lane.close(),
+        }
+    }
+
     /// Every phase; `fed` is the scanner's answer when the fast path already fed the value.
     pub(super) fn block_general<S: Sink + ?Sized>(
         &mut self,

@@ -51,6 +51,9 @@ pub(crate) struct Lane {
     gate: Gate,
     /// The gate while [`Lane::suspend`]ed.
     suspended: Gate,
+    /// Hermes's held marker or block tag and how much of it is held, whose next byte the lane
+    /// wants (see [`Lane::expect_along`]).
+    cursor: (&'static [u8], usize),
     kind: Kind,
 }
 
@@ -107,6 +110,7 @@ impl Lane {
             table,
             gate: CLOSED,
             suspended: CLOSED,
+            cursor: (&[], 0),
             kind: Kind::Text,
         }
     }
@@ -172,6 +176,28 @@ impl Lane {
             self.gate.release = bit(set);
             self.gate.reopen = bit(open);
         }
+    }
+
+    /// [`Lane::expect`] with the next byte of `marker`, of which `at` bytes are held, as the byte
+    /// wanted while the marker stays incomplete; [`Lane::advance`] moves on by one.
+    pub(crate) fn expect_along(
+        &mut self,
+        marker: &'static [u8],
+        at: usize,
+        release: Option<(Kind, usize, usize)>,
+    ) {
+        self.cursor = (marker, at);
+        let want = marker
+            .get(at)
+            .copied()
+            .filter(|b| b.is_ascii() && marker.len() > at + 1);
+        self.expect(want, release);
+    }
+
+    /// The wanted byte of [`Lane::expect_along`]'s marker was held: the lane wants the next.
+    fn advance(&mut self) {
+        let (marker, at) = self.cursor;
+        self.expect_along(marker, at + 1, None);
     }
 
     /// Opens the lane after a release (see [`Lane::expect`]).
@@ -243,8 +269,7 @@ impl Parser {
                 return true;
             }
             if self.lane.wants(b) {
-                self.extend_held(b);
-                return true;
+                return self.extend_held(b);
             }
             return self.lane.releases(b) && self.lane_release(b, sink);
         }
@@ -415,37 +440,59 @@ impl Parser {
         true
     }
 
-    /// Adds the byte the lane wanted to the held marker (see [`Lane::expect`]).
+    /// Adds the byte the lane wanted to the held marker, or to a block's tag (see
+    /// [`Lane::expect`]); false, with nothing changed, when that would take the block past its
+    /// limit.
     #[inline]
-    fn extend_held(&mut self, b: u8) {
-        let want = match self.dialect.as_deref_mut() {
-            Some(engine) => engine.extend_held_byte(b),
-            None => {
-                self.held.push(char::from(b));
-                self.held_marker_next()
+    fn extend_held(&mut self, b: u8) -> bool {
+        match self.dialect.as_deref_mut() {
+            Some(engine) => {
+                let want = engine.extend_held_byte(b);
+                self.lane.expect(want, None);
             }
-        };
-        self.lane.expect(want, None);
+            None => {
+                if let State::Block(_) = self.state {
+                    if self.buf.len() >= self.config.max_block_bytes {
+                        return false;
+                    }
+                    self.buf.push(char::from(b));
+                } else {
+                    self.held.push(char::from(b));
+                }
+                // The marker stays the first one `held` begins (see `held_marker`).
+                self.lane.advance();
+            }
+        }
+        true
     }
 
-    /// In [`State::TextTag`], the byte that continues `held` towards an open marker and leaves it
-    /// still a proper prefix of that marker (and of no marker in full), so that the state's step
-    /// would only hold it (`Match::Partial`).
-    fn held_marker_next(&self) -> Option<u8> {
+    /// In [`State::TextTag`], the first open marker that `held` and its next byte leave a proper
+    /// prefix of (and no marker complete), so that the state's step would only hold that byte
+    /// (`Match::Partial`).
+    fn held_marker(&self) -> Option<&'static [u8]> {
         if !matches!(self.state, State::TextTag) {
             return None;
         }
         let held = self.held.as_bytes();
         let n = held.len();
         let markers = self.open_markers();
-        let next = markers
+        let marker = markers
             .iter()
-            .find(|m| m.len() > n + 1 && same_bytes(m, held))
-            .map(|m| m[n])?;
+            .copied()
+            .find(|m| m.len() > n + 1 && same_bytes(m, held))?;
         let completes = markers
             .iter()
-            .any(|m| m.len() == n + 1 && same_bytes(m, held) && m[n] == next);
-        (!completes).then_some(next)
+            .any(|m| m.len() == n + 1 && same_bytes(m, held) && m[n] == marker[n]);
+        (!completes).then_some(marker)
+    }
+
+    /// The lane of [`State::TextTag`]: the held marker's next byte is held too, and with
+    /// `release` a plain byte releases the held bytes (see [`Lane::expect`]).
+    fn marker_lane(&mut self, release: Option<(Kind, usize, usize)>) {
+        match self.held_marker() {
+            Some(marker) => self.lane.expect_along(marker, self.held.len(), release),
+            None => self.lane.expect(None, release),
+        }
     }
 
     /// The lane of [`State::Text`].
@@ -486,9 +533,7 @@ impl Parser {
     /// The lane of [`State::TextTag`] holding a lone `<`: the next byte of the first open marker
     /// is held too, and plain text releases the `<` (emitted, it ends any line start).
     pub(super) fn lt_lane(&mut self) {
-        let want = self.held_marker_next();
-        self.lane
-            .expect(want, Some((Kind::Text, HERMES_AFTER_LT, HERMES_TEXT)));
+        self.marker_lane(Some((Kind::Text, HERMES_AFTER_LT, HERMES_TEXT)));
     }
 
     /// Opens the lane for the current state, or closes it. Called after every change of state the
@@ -507,11 +552,12 @@ impl Parser {
             State::CodeSpan { run: 0, .. } => self.span_lane(),
             State::Ticks { .. } | State::CodeSpan { .. } => self.run_lane(),
             State::TextTag if self.held == "<" => self.lt_lane(),
-            State::TextTag => self.lane.expect(self.held_marker_next(), None),
+            State::TextTag => self.marker_lane(None),
             State::Block(block) if block.in_value() => {
                 let limit = self.config.max_block_bytes;
                 self.lane.open(Kind::Json { limit }, HERMES_JSON)
             }
+            State::Block(_) => self.block_lane(),
             _ => self.lane.close(),
         }
     }

@@ -29,10 +29,9 @@ impl Parser {
                 true
             }
             State::Block(_) => {
-                // After a value (the lane reads values), a block has no lane.
                 let taken = self.block_byte(b);
                 if taken {
-                    self.lane.close();
+                    self.block_lane();
                 }
                 taken
             }
