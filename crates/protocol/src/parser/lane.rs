@@ -48,6 +48,8 @@ pub(crate) struct Lane {
     /// Per byte, bit `k`: the byte passes in the states of set `k` (no byte of the set). One table
     /// for every state, so opening the lane in another state copies nothing.
     table: [u32; 256],
+    /// Bit `k`: set `k` passes every non-ASCII byte (a character's bytes need no table loads).
+    non_ascii: u32,
     gate: Gate,
     /// The gate while [`Lane::suspend`]ed.
     suspended: Gate,
@@ -106,8 +108,10 @@ impl Lane {
                 }
             }
         }
+        let non_ascii = table[0x80..].iter().fold(u32::MAX, |all, &bits| all & bits);
         Lane {
             table,
+            non_ascii,
             gate: CLOSED,
             suspended: CLOSED,
             cursor: (&[], 0),
@@ -145,6 +149,12 @@ impl Lane {
     #[inline(always)]
     pub(crate) fn releases(&self, b: u8) -> bool {
         self.table[usize::from(b)] & self.gate.release != 0
+    }
+
+    /// Whether a non-ASCII character takes the lane.
+    #[inline(always)]
+    pub(crate) fn takes_char(&self, c: &str) -> bool {
+        self.gate.mask & self.non_ascii != 0 || self.takes_str(c.as_bytes())
     }
 
     /// Whether a non-empty chunk of complete characters takes the lane (every byte passes).
@@ -282,7 +292,7 @@ impl Parser {
                 self.lane.resume();
                 let mut tmp = [0; 4];
                 let s = c.encode_utf8(&mut tmp);
-                if !(self.lane.takes_str(s.as_bytes()) && self.lane_push(s, sink)) {
+                if !(self.lane.takes_char(s) && self.lane_push(s, sink)) {
                     self.push_general(s, sink);
                 }
             }
