@@ -292,7 +292,8 @@ impl Parser {
                 self.lane.resume();
                 let mut tmp = [0; 4];
                 let s = c.encode_utf8(&mut tmp);
-                if !(self.lane.takes_char(s) && self.lane_push(s, sink)) {
+                // As one character: no copy call for its bytes.
+                if !(self.lane.takes_char(s) && self.lane_char(c, sink)) {
                     self.push_general(s, sink);
                 }
             }
@@ -352,11 +353,13 @@ impl Parser {
                 if self.buf.len() + c.len_utf8() > limit {
                     return false;
                 }
-                if !(self.scanner.in_string() && c.is_ascii() && plain_string_byte(c as u8)) {
+                // Any byte of a non-ASCII character is plain string content.
+                let plain = !c.is_ascii() || plain_string_byte(c as u8);
+                if !(self.scanner.in_string() && plain) {
                     return self.json_feed(c.encode_utf8(&mut [0; 4]), sink);
                 }
                 self.buf.push(c);
-                self.scanner.skip(1);
+                self.scanner.skip(c.len_utf8());
             }
         }
         true
