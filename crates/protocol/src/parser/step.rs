@@ -1,12 +1,13 @@
 //! One-byte steps: what hermes's states do with a lone ASCII byte that the fast lane ([`lane`])
 //! does not take, without the general path's dispatch.
 //!
-//! A byte at a time, the bytes that change the state (a newline, a `<`, a backtick, the JSON
-//! structure of a call block, the tags around it) are about a tenth of the text, and the general
-//! path's fixed cost (the chunk loop, the state dispatch, the marker search of plain text, moving
-//! a block out of the state and back) is most of what they cost. Each step here does exactly what
-//! the state's own handling in `text.rs` or `block.rs` does with that one byte; a byte no step
-//! knows goes to the general path unchanged.
+//! A byte at a time, the bytes that change the state (a newline at a line start, a `<`, a
+//! backtick, what follows a call block's value and its closing tag) are several in every hundred,
+//! and the general path's fixed cost (the chunk loop, the state dispatch, the marker search of
+//! plain text, moving a block out of the state and back) is most of what they cost. Each step here
+//! does exactly what the state's own handling in `text.rs` or `block.rs` does with that one byte,
+//! and sets the lane up for the state it leaves; a byte no step knows goes to the general path
+//! unchanged.
 //!
 //! [`lane`]: super::lane
 
