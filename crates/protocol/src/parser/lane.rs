@@ -292,8 +292,7 @@ impl Parser {
                 self.lane.resume();
                 let mut tmp = [0; 4];
                 let s = c.encode_utf8(&mut tmp);
-                // As one character: no copy call for its bytes.
-                if !(self.lane.takes_char(s) && self.lane_char(c, sink)) {
+                if !(self.lane.takes_char(s) && self.lane_push(s, sink)) {
                     self.push_general(s, sink);
                 }
             }
@@ -353,13 +352,11 @@ impl Parser {
                 if self.buf.len() + c.len_utf8() > limit {
                     return false;
                 }
-                // Any byte of a non-ASCII character is plain string content.
-                let plain = !c.is_ascii() || plain_string_byte(c as u8);
-                if !(self.scanner.in_string() && plain) {
+                if !(self.scanner.in_string() && c.is_ascii() && plain_string_byte(c as u8)) {
                     return self.json_feed(c.encode_utf8(&mut [0; 4]), sink);
                 }
                 self.buf.push(c);
-                self.scanner.skip(c.len_utf8());
+                self.scanner.skip(1);
             }
         }
         true
