@@ -32,21 +32,6 @@ const PHI4_MINI_TEMPLATE: &str = "{%- for message in messages -%}{%- if message[
 /// model turns, a system message refused with `raise_exception`.
 const GEMMA_TEMPLATE: &str = "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}";
 
-fn weather_tool() -> ToolSpec {
-    ToolSpec::new(
-        "get_weather",
-        "Weather for a city.",
-        json!({
-            "type": "object",
-            "properties": {
-                "city": {"type": "string", "enum": ["Paris", "Rome", "Oslo"]},
-                "days": {"type": "integer", "minimum": 1, "maximum": 7}
-            },
-            "required": ["city", "days"]
-        }),
-    )
-}
-
 /// The GGUF written to a file of its own, and the provider's upstream for `embedded:PATH`.
 fn provider_upstream(name: &str, bytes: &[u8]) -> Arc<dyn Upstream> {
     let dir = std::env::temp_dir().join(format!("tb-spm-{}-{name}", std::process::id()));
@@ -159,7 +144,11 @@ async fn runs_end_to_end(arch: &str, template: &str, dialect: Dialect) -> Engine
     );
     let events = collect(
         &*up,
-        request(vec![weather_tool()], Some(ToolChoice::Required), 200),
+        request(
+            vec![common::weather_tool()],
+            Some(ToolChoice::Required),
+            200,
+        ),
     )
     .await;
     let args: String = events
@@ -171,7 +160,8 @@ async fn runs_end_to_end(arch: &str, template: &str, dialect: Dialect) -> Engine
         .collect();
     let value: Value =
         serde_json::from_str(&args).unwrap_or_else(|e| panic!("{arch}: {e}: {events:?}"));
-    let validator = jsonschema::validator_for(weather_tool().parameters.as_ref().unwrap()).unwrap();
+    let validator =
+        jsonschema::validator_for(common::weather_tool().parameters.as_ref().unwrap()).unwrap();
     assert!(validator.is_valid(&value), "{arch}: {value}");
     engine
 }

@@ -7,7 +7,9 @@ use std::io::Cursor;
 use candle_core::quantized::gguf_file::{self, Value};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{Device, Tensor};
+use serde_json::json;
 use toolbridge_embedded::Engine;
+use toolbridge_protocol::types::ToolSpec;
 
 /// SmolLM2's template (ChatML with a default system prompt).
 pub const TEMPLATE: &str = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a tiny test model.<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
@@ -411,4 +413,20 @@ pub fn tiny_spm_gguf(arch: &str, template: &str) -> Vec<u8> {
     let mut out = Cursor::new(Vec::new());
     gguf_file::write(&mut out, &md_refs, &t_refs).unwrap();
     out.into_inner()
+}
+
+/// The tool the tiny-model tests offer: an enum and a bounded integer, both required.
+pub fn weather_tool() -> ToolSpec {
+    ToolSpec::new(
+        "get_weather",
+        "Weather for a city.",
+        json!({
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "enum": ["Paris", "Rome", "Oslo"]},
+                "days": {"type": "integer", "minimum": 1, "maximum": 7}
+            },
+            "required": ["city", "days"]
+        }),
+    )
 }
