@@ -6,7 +6,7 @@
 //! Why not tokio's work-stealing runtime for connections: one request there is a relay between
 //! tasks (the client connection, the handler, reqwest's upstream connection task, a run's task),
 //! and whenever two of them were runnable at once the scheduler woke the other worker to steal
-//! one. Measured at one connection: 7–10 context switches per Chat Completions request, about
+//! one. Measured at one connection: 7–12 context switches per Chat Completions request, about
 //! four on each worker, where the request needs two (wait for the client, wait for the
 //! upstream). On a virtual machine every sleep and wake-up is a trip through the hypervisor, so
 //! those switches were most of the gateway's CPU per request. With the whole request on one
