@@ -8,6 +8,7 @@
 mod common;
 
 use std::io::Cursor;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -33,8 +34,12 @@ const PHI4_MINI_TEMPLATE: &str = "{%- for message in messages -%}{%- if message[
 const GEMMA_TEMPLATE: &str = "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}";
 
 /// The GGUF written to a file of its own, and the provider's upstream for `embedded:PATH`.
+/// Each call gets its own directory: tests run in parallel in one process, and two of them use
+/// the same architecture with different templates.
 fn provider_upstream(name: &str, bytes: &[u8]) -> Arc<dyn Upstream> {
-    let dir = std::env::temp_dir().join(format!("tb-spm-{}-{name}", std::process::id()));
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("tb-spm-{}-{name}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("model.gguf");
     std::fs::write(&path, bytes).unwrap();
