@@ -128,6 +128,7 @@ impl Gateway {
             image_fetch: config
                 .fetch_image_urls
                 .then(|| toolbridge_tools::net::Guard::system(Default::default())),
+            remote_mcp: remote_mcp(&config.responses, Default::default())?,
         };
         Ok(Gateway {
             state: Arc::new(state),
@@ -154,6 +155,12 @@ impl Gateway {
             let policy = toolbridge_tools::net::Policy::from_config(&runtime.config().tools.fetch)
                 .map_err(|e| GatewayError::Config(format!("tools.fetch: {e}")))?;
             state.image_fetch = Some(toolbridge_tools::net::Guard::system(policy));
+        }
+        if state.remote_mcp.is_some() {
+            // Remote MCP servers are reached under the operator's `[tools.fetch]` networks.
+            let policy = toolbridge_tools::net::Policy::from_config(&runtime.config().tools.fetch)
+                .map_err(|e| GatewayError::Config(format!("tools.fetch: {e}")))?;
+            state.remote_mcp = remote_mcp(&state.responses.config, policy)?;
         }
         state.runtime = Some(runtime);
         Ok(gateway)
@@ -318,6 +325,19 @@ impl Gateway {
 }
 
 /// One model as `GET /v1/models` lists it and `GET /v1/models/{id}` returns it.
+/// The remote MCP allow-list of `[server.responses]`, reached under `policy`.
+fn remote_mcp(
+    config: &responses::ResponsesConfig,
+    policy: toolbridge_tools::net::Policy,
+) -> Result<Option<responses::remote_mcp::RemoteMcp>, GatewayError> {
+    responses::remote_mcp::RemoteMcp::new(
+        &config.remote_mcp_urls,
+        policy,
+        std::time::Duration::from_secs(config.remote_mcp_timeout_secs.max(1)),
+    )
+    .map_err(|e| GatewayError::Config(format!("server.responses.{e}")))
+}
+
 fn model_object(name: &str) -> serde_json::Value {
     serde_json::json!({"id": name, "object": "model", "created": 0, "owned_by": "toolbridge"})
 }

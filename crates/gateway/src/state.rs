@@ -39,6 +39,9 @@ pub(crate) struct AppState {
     /// The guard images given by URL are fetched through (`server.fetch_image_urls`), with the
     /// runtime's `[tools.fetch]` policy when there is a runtime; `None` refuses them.
     pub image_fetch: Option<toolbridge_tools::net::Guard>,
+    /// Remote MCP servers requests may name by `server_url` (`[server.responses]
+    /// remote_mcp_urls`), reached through the guard; `None`: no request-named server.
+    pub remote_mcp: Option<crate::responses::remote_mcp::RemoteMcp>,
 }
 
 impl AppState {

@@ -2,7 +2,10 @@
 //! test server, over stdio) named by `server_label`; `require_approval: "never"` runs the call as
 //! an `mcp_call` item; `"always"` stops with an `mcp_approval_request`, and the client's
 //! `mcp_approval_response` either runs it (continuing the same run) or denies it (the model is
-//! told the protocol's denial); a label that is not configured is left out.
+//! told the protocol's denial); a label that is not configured is left out. A `server_url` the
+//! operator allow-listed (`[server.responses] remote_mcp_urls`) is connected for the request
+//! through the outbound guard (the same Python server over streamable HTTP on a loopback
+//! port), with the request's `headers` and `authorization`, which are never echoed or stored.
 //!
 //! Needs the `mcp` Python package: `TOOLBRIDGE_MCP_PYTHON` (scripts/test.sh sets it).
 
@@ -29,12 +32,32 @@ impl Drop for Dir {
     }
 }
 
-async fn setup(up: &TestUpstream) -> (RunningGateway, Arc<Runtime>, Dir) {
-    let python = std::env::var("TOOLBRIDGE_MCP_PYTHON").unwrap_or_else(|_| {
+fn python() -> String {
+    std::env::var("TOOLBRIDGE_MCP_PYTHON").unwrap_or_else(|_| {
         panic!("TOOLBRIDGE_MCP_PYTHON is not set: run the suite with `bash scripts/test.sh`, which installs the mcp package")
-    });
-    let server =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/servers/py_server.py");
+    })
+}
+
+fn py_server() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/servers/py_server.py")
+}
+
+/// What a test's gateway allows beyond the configured `calc` server.
+#[derive(Default)]
+struct Remote {
+    /// `[server.responses] remote_mcp_urls`.
+    urls: Vec<String>,
+    /// `[tools.fetch] allow`: networks the outbound guard lets through (loopback is reserved).
+    allow: Vec<String>,
+}
+
+async fn setup(up: &TestUpstream) -> (RunningGateway, Arc<Runtime>, Dir) {
+    setup_with(up, Remote::default()).await
+}
+
+async fn setup_with(up: &TestUpstream, remote: Remote) -> (RunningGateway, Arc<Runtime>, Dir) {
+    let python = python();
+    let server = py_server();
     let dir = std::env::temp_dir().join(format!(
         "tb-rmcp-{}-{}",
         std::process::id(),
@@ -53,17 +76,19 @@ async fn setup(up: &TestUpstream) -> (RunningGateway, Arc<Runtime>, Dir) {
     let mut model = arm(up, "native");
     model["name"] = json!("m");
     let model: ModelConfig = serde_json::from_value(model).unwrap();
-    let config = Config {
+    let mut config = Config {
         models: vec![model],
         mcp_servers: vec![mcp],
         ..Config::default()
     };
+    config.tools.fetch.allow = remote.allow;
     let mut runtime = Runtime::new(config, ProviderRegistry::new(), Overrides::default());
     runtime.start_mcp().await.unwrap();
     let runtime = Arc::new(runtime);
     let served = runtime.served_models().unwrap();
     let mut server = server_config();
     server.state.path = Some(dir.join("state.sqlite3"));
+    server.responses.remote_mcp_urls = remote.urls;
     let gw = Gateway::from_runtime(server, Arc::clone(&runtime), served, &BTreeMap::new())
         .unwrap()
         .spawn()
@@ -183,7 +208,7 @@ async fn an_mcp_label_that_is_not_configured_is_left_out() {
         body["tools"][0]["toolbridge_unavailable"]
             .as_str()
             .unwrap()
-            .contains("remote MCP"),
+            .contains("not allow-listed"),
         "{body}"
     );
     assert!(
@@ -191,5 +216,218 @@ async fn an_mcp_label_that_is_not_configured_is_left_out() {
         "{}",
         up.requests()[0].body
     );
+    runtime.shutdown().await;
+}
+
+/// The Python server over streamable HTTP on a loopback port; killed when dropped.
+struct HttpServer {
+    _child: tokio::process::Child,
+    url: String,
+}
+
+impl HttpServer {
+    async fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = tokio::process::Command::new(python())
+            .arg(py_server())
+            .args(["http", &port.to_string()])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the MCP server did not listen"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        HttpServer {
+            _child: child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+fn remote_tool(url: &str, approval: &str) -> Value {
+    json!({
+        "type": "mcp", "server_label": "far", "server_url": url, "require_approval": approval,
+        "headers": {"X-Probe": "probe-value-17"}, "authorization": "token-value-42",
+    })
+}
+
+#[tokio::test]
+async fn an_allow_listed_server_url_is_connected_for_the_request_with_its_headers() {
+    let mcp = HttpServer::start().await;
+    let up = TestUpstream::start().await.unwrap();
+    let header =
+        |name: &str| Reply::tool_call("mcp__far__header", json!({ "name": name }).to_string());
+    up.push_all([
+        Behavior::Reply(header("x-probe")),
+        Behavior::Reply(header("authorization")),
+        Behavior::Reply(Reply::text("Both headers arrived.")),
+        Behavior::Reply(Reply::tool_call("mcp__far__add", r#"{"a":4,"b":5}"#)),
+        Behavior::Reply(Reply::text("4 + 5 = 9.")),
+    ]);
+    let (gw, runtime, _dir) = setup_with(
+        &up,
+        Remote {
+            // The entry allows the server's path and what lies under it.
+            urls: vec![mcp.url.clone()],
+            allow: vec!["127.0.0.1".into()],
+        },
+    )
+    .await;
+
+    let body = create(
+        &gw,
+        json!({"model": "m", "input": "Probe.", "tools": [remote_tool(&mcp.url, "never")]}),
+    )
+    .await;
+    // The model saw the remote server's tools under its label.
+    let offered = up.requests()[0].body["tools"].to_string();
+    assert!(
+        offered.contains("mcp__far__add") && offered.contains("mcp__far__header"),
+        "{offered}"
+    );
+    let calls: Vec<&Value> = body["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "mcp_call")
+        .collect();
+    assert_eq!(calls.len(), 2, "{body}");
+    assert_eq!(calls[0]["server_label"], "far");
+    assert_eq!(calls[0]["name"], "header");
+    assert_eq!(calls[0]["output"], "probe-value-17");
+    assert_eq!(calls[1]["output"], "Bearer token-value-42");
+    assert_eq!(body["output_text"], "Both headers arrived.");
+    // The secrets are neither echoed nor stored (the tool's own output shows them, as asked).
+    let stored: Value = http()
+        .get(format!(
+            "{}/responses/{}",
+            gw.base_url(),
+            body["id"].as_str().unwrap()
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    for echoed in [&body["tools"][0], &stored["tools"][0]] {
+        assert_eq!(echoed["server_url"], mcp.url.as_str(), "{echoed}");
+        assert!(echoed.get("headers").is_none(), "{echoed}");
+        assert!(echoed.get("authorization").is_none(), "{echoed}");
+    }
+
+    // Approval: the run pauses; the next request connects again and the approved call runs.
+    let first = create(
+        &gw,
+        json!({"model": "m", "input": "Add 4 and 5.", "tools": [remote_tool(&mcp.url, "always")]}),
+    )
+    .await;
+    let request = item(&first, "mcp_approval_request");
+    assert_eq!(request["server_label"], "far");
+    assert_eq!(request["name"], "add");
+    let second = create(&gw, json!({
+        "model": "m", "previous_response_id": first["id"], "tools": [remote_tool(&mcp.url, "always")],
+        "input": [{"type": "mcp_approval_response", "approval_request_id": request["id"], "approve": true}],
+    }))
+    .await;
+    assert_eq!(item(&second, "mcp_call")["output"], "9", "{second}");
+    assert_eq!(second["output_text"], "4 + 5 = 9.");
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_url_off_the_list_or_refused_by_the_guard_is_left_out() {
+    let mcp = HttpServer::start().await;
+    let up = TestUpstream::start().await.unwrap();
+    up.push_all([
+        Behavior::Reply(Reply::text("Not listed.")),
+        Behavior::Reply(Reply::text("Guarded.")),
+    ]);
+    // Allow-listed, but loopback is not among `[tools.fetch]`'s allowed networks.
+    let (gw, runtime, _dir) = setup_with(
+        &up,
+        Remote {
+            urls: vec![format!("{}/only-here", mcp.url)],
+            allow: Vec::new(),
+        },
+    )
+    .await;
+    let body = create(
+        &gw,
+        json!({"model": "m", "input": "x", "tools": [remote_tool(&mcp.url, "never")]}),
+    )
+    .await;
+    let why = body["tools"][0]["toolbridge_unavailable"].as_str().unwrap();
+    assert!(why.contains("not allow-listed"), "{why}");
+    let body = create(
+        &gw,
+        json!({"model": "m", "input": "x", "tools": [remote_tool(&format!("{}/only-here", mcp.url), "never")]}),
+    )
+    .await;
+    let why = body["tools"][0]["toolbridge_unavailable"].as_str().unwrap();
+    assert!(why.contains("outbound guard"), "{why}");
+    for request in up.requests() {
+        assert!(request.body.get("tools").is_none(), "{}", request.body);
+    }
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn bad_remote_mcp_tools_are_400s() {
+    let up = TestUpstream::start().await.unwrap();
+    let (gw, runtime, _dir) = setup(&up).await;
+    for (tool, fragment) in [
+        (
+            json!({"type": "mcp", "server_label": "a b", "server_url": "https://x.example/"}),
+            "server_label",
+        ),
+        (
+            json!({"type": "mcp", "server_label": "a", "server_url": "https://x.example/", "headers": {"Host": "y"}}),
+            "set by the MCP transport",
+        ),
+        (
+            json!({"type": "mcp", "server_label": "a", "server_url": "https://x.example/", "authorization": 7}),
+            "authorization",
+        ),
+    ] {
+        let resp = http()
+            .post(format!("{}/responses", gw.base_url()))
+            .json(&json!({"model": "m", "input": "x", "tools": [tool]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 400);
+        let text = resp.text().await.unwrap();
+        assert!(text.contains(fragment), "{text}");
+    }
+    let twice = json!({"type": "mcp", "server_label": "calc"});
+    let resp = http()
+        .post(format!("{}/responses", gw.base_url()))
+        .json(&json!({"model": "m", "input": "x", "tools": [twice.clone(), twice]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    assert!(resp
+        .text()
+        .await
+        .unwrap()
+        .contains("Duplicate MCP server_label"));
+    assert!(up.requests().is_empty());
     runtime.shutdown().await;
 }

@@ -11,10 +11,12 @@ pub mod config;
 pub mod content;
 pub mod manager;
 pub mod names;
+pub mod remote;
 pub mod server;
 pub mod stderr;
 pub mod tool;
 
 pub use config::{parse_flag, ConfigError, McpApproval, McpServerConfig};
 pub use manager::{McpManager, StartFailure, Started};
+pub use remote::RemoteServer;
 pub use tool::McpTool;

@@ -102,19 +102,7 @@ impl McpManager {
 
     /// The current tools, server by server in configuration order, each server's in its order.
     pub fn mcp_tools(&self) -> Vec<Arc<McpTool>> {
-        self.servers
-            .iter()
-            .flat_map(|server| {
-                server.tools().into_iter().map(move |t| {
-                    Arc::new(McpTool::new(
-                        t.spec,
-                        t.remote,
-                        t.read_only,
-                        Arc::clone(server),
-                    ))
-                })
-            })
-            .collect()
+        self.servers.iter().flat_map(McpTool::all_of).collect()
     }
 
     /// The server an exposed tool name belongs to.

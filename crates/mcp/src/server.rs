@@ -51,6 +51,10 @@ struct Connection {
 
 pub struct Server {
     config: McpServerConfig,
+    /// The HTTP client a streamable HTTP server is reached through, when the caller chose it (a
+    /// server a request named: its client connects only to the addresses the SSRF guard
+    /// checked); `None` builds rmcp's default client.
+    http_client: Option<reqwest::Client>,
     connection: tokio::sync::Mutex<Option<Connection>>,
     tools: Mutex<Vec<RemoteTool>>,
     /// Shared by every server of a manager; bumped when any tool list changes.
@@ -90,8 +94,26 @@ impl ClientHandler for Handler {
 
 impl Server {
     pub fn new(config: McpServerConfig, version: Arc<AtomicU64>) -> Arc<Self> {
+        Self::build(config, None, version)
+    }
+
+    /// A streamable HTTP server reached through `client` (its connections, restarts included).
+    pub fn with_http_client(
+        config: McpServerConfig,
+        client: reqwest::Client,
+        version: Arc<AtomicU64>,
+    ) -> Arc<Self> {
+        Self::build(config, Some(client), version)
+    }
+
+    fn build(
+        config: McpServerConfig,
+        http_client: Option<reqwest::Client>,
+        version: Arc<AtomicU64>,
+    ) -> Arc<Self> {
         Arc::new(Server {
             config,
+            http_client,
             connection: tokio::sync::Mutex::new(None),
             tools: Mutex::new(Vec::new()),
             version,
@@ -191,11 +213,18 @@ impl Server {
                 let headers = self.headers()?;
                 let config =
                     StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
-                let transport = StreamableHttpClientTransport::from_config(config);
-                let service = handler
-                    .serve(transport)
-                    .await
-                    .map_err(|e| format!("initialization failed: {e}"))?;
+                let service = match &self.http_client {
+                    Some(client) => {
+                        let transport =
+                            StreamableHttpClientTransport::with_client(client.clone(), config);
+                        handler.serve(transport).await
+                    }
+                    None => {
+                        let transport = StreamableHttpClientTransport::from_config(config);
+                        handler.serve(transport).await
+                    }
+                }
+                .map_err(|e| format!("initialization failed: {e}"))?;
                 (service, None)
             }
         };

@@ -37,6 +37,22 @@ impl McpTool {
         }
     }
 
+    /// Every current tool of `server`, in its order.
+    pub(crate) fn all_of(server: &Arc<Server>) -> Vec<Arc<McpTool>> {
+        server
+            .tools()
+            .into_iter()
+            .map(|t| {
+                Arc::new(McpTool::new(
+                    t.spec,
+                    t.remote,
+                    t.read_only,
+                    Arc::clone(server),
+                ))
+            })
+            .collect()
+    }
+
     /// Whether the server annotated the tool read-only (`readOnlyHint: true`).
     pub fn read_only(&self) -> bool {
         self.read_only

@@ -26,6 +26,7 @@ use toolbridge_runtime::RequestAgent;
 use toolbridge_tools::workspace::{OutputsSnapshot, Workspace};
 
 use super::output::CallKind;
+use super::remote_mcp;
 use super::request::{ClientTool, Hosted};
 use super::service::Admitted;
 use super::tools::{self, Plan, UnavailableTools};
@@ -216,12 +217,23 @@ pub(crate) async fn prepare(
         return Err(crate::routes::unknown_model_error(state, &spec.model));
     };
     let configured = configured_tools(state)?;
-    let mut plan = tools::plan(&spec, &configured)?;
+    // Admitted before anything is connected: a user over the limit starts nothing.
+    let admitted = state.responses.admit(owner)?;
+    let remote = if spec.tools_off {
+        remote_mcp::Connected::default()
+    } else {
+        remote_mcp::connect_all(state.remote_mcp.as_ref(), &spec.hosted, |label| {
+            let prefix = format!("{}{label}__", toolbridge_mcp::names::PREFIX);
+            configured.iter().any(|c| c.starts_with(&prefix))
+        })
+        .await
+    };
+    let mut plan = tools::plan(&spec, &configured, &remote)?;
     if let Some(runtime) = &state.runtime {
         // The operator's policy: an MCP tool it says to ask about is asked of the client.
+        let approvals = &runtime.config().agent.approvals;
         if let Ok(shared) = runtime.shared_toolbox() {
             let shared = shared.resolve();
-            let approvals = &runtime.config().agent.approvals;
             for (name, kind) in &plan.kinds {
                 if let (CallKind::Mcp { .. }, Some(tool)) = (kind, shared.get(name)) {
                     if approvals.policy(name, tool.requires_approval()) == ApprovalPolicy::Ask {
@@ -230,12 +242,17 @@ pub(crate) async fn prepare(
                 }
             }
         }
+        for tool in &plan.remote {
+            let name = &tool.spec().name;
+            if approvals.policy(name, tool.requires_approval()) == ApprovalPolicy::Ask {
+                plan.needs_approval.insert(name.clone());
+            }
+        }
     }
     let tool_choice = match &spec.forced {
         Some(forced) => forced.resolve(&plan)?,
         None => None,
     };
-    let admitted = state.responses.admit(owner)?;
     let approver: Arc<dyn Approver> = Arc::new(ApprovedCalls(spec.approved.clone()));
     let (agent, context) = build_agent(state, model, &plan, &spec, approver).await?;
     // A workspace only where something uses one (a request without code or files, such as
@@ -375,7 +392,7 @@ async fn build_agent(
                     user: spec.user.clone(),
                     conversation: spec.workspace_key.clone(),
                     offer: Box::new(move |name| offer.contains(name)),
-                    extra: plan.client.clone(),
+                    extra: plan.client.iter().chain(&plan.remote).cloned().collect(),
                     system_prompt: spec.instructions.clone(),
                     max_tool_calls: spec.max_tool_calls,
                     approver: Some(approver),
@@ -392,7 +409,7 @@ async fn build_agent(
         }
         None => {
             let mut toolbox = Toolbox::new(ToolboxConfig::default());
-            for tool in &plan.client {
+            for tool in plan.client.iter().chain(&plan.remote) {
                 toolbox
                     .add(Arc::clone(tool))
                     .map_err(|e| ApiError::bad_param("tools", format!("Invalid tool: {e}.")))?;

@@ -53,6 +53,7 @@ impl AgentModel {
                     Some(label) => Hosted::Mcp {
                         label: label.to_owned(),
                         url: None,
+                        headers: Default::default(),
                         // The operator configured the agent: its policy decides.
                         approval: super::request::McpApproval::Never,
                         allowed: None,

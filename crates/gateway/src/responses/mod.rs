@@ -18,6 +18,7 @@ pub(crate) mod conversations;
 pub(crate) mod files;
 mod ids;
 pub(crate) mod output;
+pub(crate) mod remote_mcp;
 pub(crate) mod request;
 mod request_tools;
 mod run;

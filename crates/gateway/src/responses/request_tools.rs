@@ -4,6 +4,7 @@
 use serde_json::Value;
 use toolbridge_protocol::types::ToolSpec;
 
+use super::remote_mcp::{RemoteHeaders, MAX_REMOTE_SERVERS};
 use super::request::type_error;
 use crate::error::ApiError;
 
@@ -22,6 +23,8 @@ pub(crate) enum Hosted {
     Mcp {
         label: String,
         url: Option<String>,
+        /// What the request sends to a remote server (`headers`, `authorization`).
+        headers: RemoteHeaders,
         approval: McpApproval,
         /// `allowed_tools`: only these of the server's tools (its own names).
         allowed: Option<Vec<String>>,
@@ -137,6 +140,7 @@ pub(super) fn decode_tools(tools: Option<Value>) -> Result<Tools, ApiError> {
     for (i, tool) in tools.iter().enumerate() {
         collect_tool(i, tool, &mut hosted, &mut client)?;
     }
+    check_mcp_labels(&hosted)?;
     let mut seen = std::collections::HashSet::new();
     for tool in &client {
         if !seen.insert(tool.spec.name.as_str()) {
@@ -229,6 +233,11 @@ fn collect_tool(
                     .get("server_url")
                     .and_then(Value::as_str)
                     .map(str::to_owned),
+                headers: RemoteHeaders::decode(
+                    &param(),
+                    tool.get("headers"),
+                    tool.get("authorization"),
+                )?,
                 approval: McpApproval::parse(tool.get("require_approval")),
                 allowed: tool.get("allowed_tools").and_then(|a| {
                     let list = a.as_array().or_else(|| a.get("tool_names")?.as_array())?;
@@ -248,6 +257,40 @@ fn collect_tool(
             ))
         }
         other => hosted.push(Hosted::Other(other.chars().take(64).collect())),
+    }
+    Ok(())
+}
+
+/// Two `mcp` tools may not share a label (their tools would share names), a label with a
+/// `server_url` must be usable in tool names, and a request names at most
+/// [`MAX_REMOTE_SERVERS`] servers by URL.
+fn check_mcp_labels(hosted: &[Hosted]) -> Result<(), ApiError> {
+    let mut labels = std::collections::HashSet::new();
+    let mut remote = 0;
+    for h in hosted {
+        if let Hosted::Mcp { label, url, .. } = h {
+            if !labels.insert(label.as_str()) {
+                return Err(ApiError::bad_param(
+                    "tools",
+                    format!("Duplicate MCP server_label '{label}'."),
+                ));
+            }
+            if url.is_some() {
+                remote += 1;
+                if !toolbridge_mcp::config::is_valid_name(label) {
+                    return Err(ApiError::bad_param(
+                        "tools",
+                        format!("MCP server_label '{label}' may only hold letters, digits, '_' and '-'."),
+                    ));
+                }
+            }
+        }
+    }
+    if remote > MAX_REMOTE_SERVERS {
+        return Err(ApiError::bad_param(
+            "tools",
+            format!("At most {MAX_REMOTE_SERVERS} MCP servers may be named by server_url in one request."),
+        ));
     }
     Ok(())
 }

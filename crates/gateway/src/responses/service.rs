@@ -30,6 +30,13 @@ pub struct ResponsesConfig {
     /// `failed` when an instance of this name starts (a crash, a kill). Default: the host name
     /// and the listen port (with port 0, a name unique to this start).
     pub instance: Option<String>,
+    /// Remote MCP servers a request may name by `server_url` (an `mcp` tool whose
+    /// `server_label` no `[[mcp_servers]]` entry has): URLs whose scheme, host and port equal
+    /// an entry's and whose path is the entry's or under it. Each is reached through the
+    /// outbound guard under `[tools.fetch]`'s networks. Empty: none.
+    pub remote_mcp_urls: Vec<String>,
+    /// How long connecting to a remote MCP server and listing its tools may take, in seconds.
+    pub remote_mcp_timeout_secs: u64,
 }
 
 impl Default for ResponsesConfig {
@@ -39,6 +46,8 @@ impl Default for ResponsesConfig {
             retention_hours: 24.0 * 30.0,
             max_concurrent_per_user: 8,
             instance: None,
+            remote_mcp_urls: Vec::new(),
+            remote_mcp_timeout_secs: 10,
         }
     }
 }

@@ -11,6 +11,7 @@ use toolbridge_protocol::types::ToolSpec;
 
 use super::agent_run::RunSpec;
 use super::output::CallKind;
+use super::remote_mcp::Connected;
 use super::request::{ClientKind, ClientTool, Hosted};
 use crate::error::ApiError;
 
@@ -31,6 +32,8 @@ pub(crate) struct Plan {
     pub offer: HashSet<String>,
     /// The client's tools, as stand-ins.
     pub client: Vec<Arc<dyn Tool>>,
+    /// Tools of remote MCP servers this request named by `server_url` (connected for it).
+    pub remote: Vec<Arc<dyn Tool>>,
     pub client_names: HashSet<String>,
     pub kinds: HashMap<String, CallKind>,
     /// Exposed names of MCP tools whose calls the client approves first (`require_approval`,
@@ -55,10 +58,15 @@ pub(crate) fn builtins_of(hosted: &Hosted) -> &'static [&'static str] {
 const ALWAYS: &[&str] = &["save_memory"];
 
 /// Sorts the request's tools against the configured ones (`configured`: every tool name of the
-/// server's shared toolbox).
-pub(crate) fn plan(request: &RunSpec, configured: &[String]) -> Result<Plan, ApiError> {
+/// server's shared toolbox) and the remote MCP servers connected for it (`remote`).
+pub(crate) fn plan(
+    request: &RunSpec,
+    configured: &[String],
+    remote: &Connected,
+) -> Result<Plan, ApiError> {
     let has = |name: &str| configured.iter().any(|c| c == name);
     let mut offer = HashSet::new();
+    let mut remote_offer: Vec<Arc<dyn Tool>> = Vec::new();
     let mut kinds = HashMap::new();
     let mut needs_approval = HashSet::new();
     let mut missing: Vec<(String, String)> = Vec::new();
@@ -75,6 +83,7 @@ pub(crate) fn plan(request: &RunSpec, configured: &[String]) -> Result<Plan, Api
                     url,
                     approval,
                     allowed,
+                    ..
                 } => {
                     let prefix = format!("{}{label}__", toolbridge_mcp::names::PREFIX);
                     let tools: Vec<&String> = configured
@@ -82,11 +91,41 @@ pub(crate) fn plan(request: &RunSpec, configured: &[String]) -> Result<Plan, Api
                         .filter(|c| c.starts_with(&prefix))
                         .collect();
                     if tools.is_empty() {
-                        let why = match url {
-                            Some(_) => "remote MCP servers named by a request are not connected by this server; configure it in [[mcp_servers]]",
-                            None => "no [[mcp_servers]] entry has this name (or it has no tools)",
+                        let Some(remote_tools) = remote.tools.get(label) else {
+                            let why = match (url, remote.failed.get(label)) {
+                                (_, Some(why)) => why.clone(),
+                                (Some(_), None) => {
+                                    "the remote MCP server was not connected".to_owned()
+                                }
+                                (None, None) => {
+                                    "no [[mcp_servers]] entry has this name (or it has no tools)"
+                                        .to_owned()
+                                }
+                            };
+                            missing.push((format!("mcp:{label}"), why));
+                            continue;
                         };
-                        missing.push((format!("mcp:{label}"), why.to_owned()));
+                        for tool in remote_tools {
+                            let own = tool.remote_name();
+                            if allowed
+                                .as_ref()
+                                .is_some_and(|a| !a.iter().any(|n| n == own))
+                            {
+                                continue;
+                            }
+                            let exposed = tool.spec().name.clone();
+                            if approval.asks(own) {
+                                needs_approval.insert(exposed.clone());
+                            }
+                            kinds.insert(
+                                exposed,
+                                CallKind::Mcp {
+                                    label: label.clone(),
+                                    tool: own.to_owned(),
+                                },
+                            );
+                            remote_offer.push(Arc::clone(tool) as Arc<dyn Tool>);
+                        }
                         continue;
                     }
                     for tool in tools {
@@ -171,6 +210,7 @@ pub(crate) fn plan(request: &RunSpec, configured: &[String]) -> Result<Plan, Api
     Ok(Plan {
         offer,
         client,
+        remote: remote_offer,
         client_names,
         kinds,
         needs_approval,
@@ -178,7 +218,9 @@ pub(crate) fn plan(request: &RunSpec, configured: &[String]) -> Result<Plan, Api
     })
 }
 
-/// The request's tools as sent, each unavailable hosted one marked with why.
+/// The request's tools as sent, each unavailable hosted one marked with why. An `mcp` tool's
+/// `headers` and `authorization` are left out: they are the client's secrets for its server,
+/// never stored or shown again.
 pub(crate) fn echo_tools(tools: &[Value], missing: &[(String, String)]) -> Vec<Value> {
     tools
         .iter()
@@ -189,19 +231,20 @@ pub(crate) fn echo_tools(tools: &[Value], missing: &[(String, String)]) -> Vec<V
                 k if k.starts_with("web_search") => "web_search".to_owned(),
                 k => k.to_owned(),
             };
-            match missing.iter().find(|(t, _)| *t == key) {
-                Some((_, why)) => {
-                    let mut marked = tool.clone();
-                    if let Value::Object(m) = &mut marked {
-                        m.insert(
-                            "toolbridge_unavailable".into(),
-                            json!(format!("not offered to the model: {why}")),
-                        );
-                    }
-                    marked
+            let mut echoed = tool.clone();
+            if let Value::Object(m) = &mut echoed {
+                if kind == "mcp" {
+                    m.remove("headers");
+                    m.remove("authorization");
                 }
-                None => tool.clone(),
+                if let Some((_, why)) = missing.iter().find(|(t, _)| *t == key) {
+                    m.insert(
+                        "toolbridge_unavailable".into(),
+                        json!(format!("not offered to the model: {why}")),
+                    );
+                }
             }
+            echoed
         })
         .collect()
 }

@@ -3,12 +3,15 @@
 Tools: add, fail (raises: the result has isError), slow (sleeps), image (a 1x1 PNG), crash (the
 process exits mid-call), add_tool (registers `multiply` at runtime and sends
 notifications/tools/list_changed), pid (the server's process id), read_note, write_note (no annotations), erase_note (annotated
-destructiveHint). The tools that change nothing are annotated readOnlyHint. Runs over stdio.
+destructiveHint), header (a header of the HTTP request that made the call). The tools that change
+nothing are annotated readOnlyHint. Runs over stdio, or with `http PORT` over streamable HTTP at
+http://127.0.0.1:PORT/mcp.
 """
 
 import asyncio
 import base64
 import os
+import sys
 
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -104,5 +107,14 @@ def weird() -> str:
     return "weird"
 
 
+@server.tool(annotations=READ_ONLY)
+def header(name: str, ctx: Context) -> str:
+    """The value of a header of the HTTP request that made this call ("" over stdio)."""
+    return (ctx.headers or {}).get(name.lower(), "")
+
+
 if __name__ == "__main__":
-    server.run("stdio")
+    if sys.argv[1:2] == ["http"]:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

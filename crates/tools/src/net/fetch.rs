@@ -154,12 +154,24 @@ impl Guard {
     }
 
     fn client_for(&self, checked: &super::Checked) -> Result<reqwest::Client, FetchError> {
+        self.pinned_client(checked)
+            .timeout(self.policy.total_timeout)
+            .user_agent(USER_AGENT)
+            .build()
+            .map_err(|e| {
+                tracing::error!(error = %e, "cannot build the fetch client");
+                FetchError::Connect
+            })
+    }
+
+    /// A client builder that can reach only `checked`'s addresses: no proxy, no redirect, the
+    /// policy's connect deadline. Other users of the guard (a remote MCP server a request
+    /// names) build their client from it.
+    pub fn pinned_client(&self, checked: &super::Checked) -> reqwest::ClientBuilder {
         let mut builder = reqwest::Client::builder()
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(self.policy.connect_timeout)
-            .timeout(self.policy.total_timeout)
-            .user_agent(USER_AGENT);
+            .connect_timeout(self.policy.connect_timeout);
         if let Some(name) = &checked.name {
             let addrs: Vec<SocketAddr> = checked
                 .addrs
@@ -168,10 +180,7 @@ impl Guard {
                 .collect();
             builder = builder.resolve_to_addrs(name, &addrs);
         }
-        builder.build().map_err(|e| {
-            tracing::error!(error = %e, "cannot build the fetch client");
-            FetchError::Connect
-        })
+        builder
     }
 }
 
