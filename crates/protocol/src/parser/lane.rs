@@ -48,6 +48,9 @@ pub(crate) struct Lane {
     /// Per byte, bit `k`: the byte passes in the states of set `k` (no byte of the set). One table
     /// for every state, so opening the lane in another state copies nothing.
     table: [u32; 256],
+    /// Per byte, bit `k`: in the states of set `k` the byte is held alone, as the first byte of a
+    /// marker (see [`Lane::holds`]).
+    hold: [u32; 256],
     /// Bit `k`: set `k` passes every non-ASCII byte (a character's bytes need no table loads).
     non_ascii: u32,
     gate: Gate,
@@ -111,6 +114,7 @@ impl Lane {
         let non_ascii = table[0x80..].iter().fold(u32::MAX, |all, &bits| all & bits);
         Lane {
             table,
+            hold: [0; 256],
             non_ascii,
             gate: CLOSED,
             suspended: CLOSED,
@@ -124,6 +128,26 @@ impl Lane {
     #[inline(always)]
     pub(crate) fn takes_byte(&self, b: u8) -> bool {
         self.table[usize::from(b)] & self.gate.mask != 0
+    }
+
+    /// Marks the bytes `b` that set `k < sets` holds alone, `holds(k, b)` (see [`Lane::holds`]).
+    pub(crate) fn set_holds(&mut self, sets: usize, holds: impl Fn(usize, u8) -> bool) {
+        for (b, slot) in (0..=u8::MAX).zip(self.hold.iter_mut()) {
+            for k in 0..sets.min(SETS) {
+                if holds(k, b) {
+                    *slot |= 1 << k;
+                }
+            }
+        }
+    }
+
+    /// Whether a lone ASCII byte `b`, which the lane does not take, starts a marker in the
+    /// current state that it is held for, alone ([`Parser::lane_hold`]): the first byte of every
+    /// marker comes up often in prose (`<`, `[`, phi4-mini's `f`), and the general path's fixed
+    /// cost was most of what it cost.
+    #[inline(always)]
+    pub(crate) fn holds(&self, b: u8) -> bool {
+        self.hold[usize::from(b)] & self.gate.mask != 0
     }
 
     /// Whether `b` ends a line of hermes's mid-line text (see [`Lane::open_text_line`]).
@@ -256,13 +280,18 @@ const HERMES_AFTER_LT: usize = 4;
 /// Hermes's lane; `open_markers` are the markers that open something in text (all start with `<`).
 pub(super) fn hermes(open_markers: &[&[u8]]) -> Lane {
     let text_stops = |b: u8| matches!(b, b'<' | b'`' | b'\n');
-    Lane::new(5, |set, b| match set {
+    let mut lane = Lane::new(5, |set, b| match set {
         HERMES_TEXT => text_stops(b),
         HERMES_LINE_START => matches!(b, b'<' | b'`' | b' ' | b'\t' | b'\r' | b'\n'),
         HERMES_SPAN => matches!(b, b'`' | b'\n'),
         HERMES_JSON => false,
         _ => text_stops(b) || open_markers.iter().any(|m| m.get(1) == Some(&b)),
-    })
+    });
+    // Text holds a `<`, which every open marker starts with (`text_byte`).
+    lane.set_holds(5, |set, b| {
+        matches!(set, HERMES_TEXT | HERMES_LINE_START) && b == b'<'
+    });
+    lane
 }
 
 impl Parser {
@@ -273,6 +302,9 @@ impl Parser {
         if b.is_ascii() {
             if self.lane.takes_byte(b) {
                 return self.lane_char(char::from(b), sink);
+            }
+            if self.lane.holds(b) {
+                return self.lane_hold(b);
             }
             if self.lane.ends_line(b) {
                 self.lane_newline(sink);
@@ -448,6 +480,26 @@ impl Parser {
             None => self.held = held,
         }
         true
+    }
+
+    /// A byte that starts a marker in the current state (see [`Lane::holds`]) is held, and the
+    /// lane set up for it, as the state's one-byte step and `set_lane` would; false, with nothing
+    /// changed, when the general path must take it.
+    #[inline(never)]
+    fn lane_hold(&mut self, b: u8) -> bool {
+        match self.dialect.as_deref_mut() {
+            Some(engine) => engine.hold_first(b, &mut self.lane),
+            // `text_byte` for a `<` (hermes holds nothing else alone); the lane also opens on an
+            // inline code span's end, where the state is not text yet.
+            None if matches!(self.state, State::Text) => {
+                self.held.clear();
+                self.held.push(char::from(b));
+                self.state = State::TextTag;
+                self.lt_lane();
+                true
+            }
+            None => false,
+        }
     }
 
     /// Adds the byte the lane wanted to the held marker, or to a block's tag (see

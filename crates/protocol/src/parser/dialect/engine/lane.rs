@@ -32,11 +32,16 @@ impl Engine {
                 }
             }
         }
-        let lane = Lane::new(sets + release.len(), |k, b| {
+        let mut lane = Lane::new(sets + release.len(), |k, b| {
             let Some(&(set, h)) = k.checked_sub(sets).and_then(|r| release.get(r)) else {
                 return markers(k).may_start_with(b);
             };
             markers(set).may_start_with(b) || markers(set).starts_with_pair(h, b)
+        });
+        // The bytes `byte_step` holds alone when nothing is held: the first byte of a marker
+        // longer than one byte.
+        lane.set_holds(sets, |k, b| {
+            markers(k).list().iter().any(|m| m.len() > 1 && m[0] == b)
         });
         self.release_sets = release;
         self.release_base = sets;
@@ -199,6 +204,25 @@ impl Engine {
         self.held = held;
         self.held.clear();
         self.held_marker = None;
+        true
+    }
+
+    /// A byte that the lane's hold table marks in the current state, pushed alone with nothing
+    /// held (the lane was open): held as [`Engine::byte_step`] holds it, and the lane set up as
+    /// the parser's `set_lane` would. False, with nothing changed, when there is no such marker.
+    pub(crate) fn hold_first(&mut self, b: u8, lane: &mut Lane) -> bool {
+        let marker = self
+            .markers()
+            .list()
+            .iter()
+            .copied()
+            .find(|m| m.len() > 1 && m[0] == b);
+        let Some(marker) = marker.filter(|_| self.held.is_empty()) else {
+            return false;
+        };
+        self.held.push(char::from(b));
+        self.held_marker = Some(marker);
+        self.set_lane(false, lane);
         true
     }
 
