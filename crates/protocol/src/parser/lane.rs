@@ -17,6 +17,10 @@
 use super::json::{Feed, STRING_SPECIAL};
 use super::{same_bytes, utf8, Parser, Sink, State};
 
+mod lone;
+
+pub(crate) use lone::Hold;
+
 /// How many byte sets one table holds: one bit per set in a `u32`.
 const SETS: usize = 32;
 
@@ -60,6 +64,10 @@ pub(crate) struct Lane {
     /// wants (see [`Lane::expect_along`]).
     cursor: (&'static [u8], usize),
     kind: Kind,
+    /// A dialect's byte held alone in the lane (or [`NO_BYTE`]) and its marker (see `lone`).
+    lone: (u16, &'static [u8]),
+    /// What holding each byte alone sets up (see `lone`).
+    lone_holds: Vec<Hold>,
 }
 
 /// What the lane lets through.
@@ -120,6 +128,8 @@ impl Lane {
             suspended: CLOSED,
             cursor: (&[], 0),
             kind: Kind::Text,
+            lone: (NO_BYTE, &[]),
+            lone_holds: Vec::new(),
         }
     }
 
@@ -449,6 +459,9 @@ impl Parser {
     /// False, with nothing changed, when a section would outgrow its limit.
     #[inline(never)]
     fn lane_release<S: Sink + ?Sized>(&mut self, b: u8, sink: &mut S) -> bool {
+        if let Some(lone) = self.lane.take_lone() {
+            return self.release_lone(lone, b, sink);
+        }
         let kind = self.lane.kind();
         let mut held = match self.dialect.as_deref_mut() {
             Some(engine) => match engine.take_held(kind) {
@@ -488,7 +501,7 @@ impl Parser {
     #[inline(never)]
     fn lane_hold(&mut self, b: u8) -> bool {
         match self.dialect.as_deref_mut() {
-            Some(engine) => engine.hold_first(b, &mut self.lane),
+            Some(_) => self.lane.hold_lone(b),
             // `text_byte` for a `<` (hermes holds nothing else alone); the lane also opens on an
             // inline code span's end, where the state is not text yet.
             None if matches!(self.state, State::Text) => {
@@ -507,6 +520,7 @@ impl Parser {
     /// limit.
     #[inline]
     fn extend_held(&mut self, b: u8) -> bool {
+        self.settle_lone();
         match self.dialect.as_deref_mut() {
             Some(engine) => {
                 let want = engine.extend_held_byte(b);

@@ -273,6 +273,7 @@ impl Parser {
 
     #[inline(never)]
     fn push_general<S: Sink + ?Sized>(&mut self, chunk: &str, sink: &mut S) {
+        self.settle_lone();
         if let Some(engine) = self.dialect.as_deref_mut() {
             // Only the held bytes grow, a one-byte step, or the engine's general path.
             let stepped = match *chunk.as_bytes() {
@@ -307,6 +308,7 @@ impl Parser {
 
     #[inline(never)]
     fn push_bytes_general<S: Sink + ?Sized>(&mut self, chunk: &[u8], sink: &mut S) {
+        self.settle_lone();
         if let [b] = *chunk {
             if b.is_ascii() && !self.utf8.pending() {
                 return self.push_general(char::from(b).encode_utf8(&mut [0; 4]), sink);
@@ -330,6 +332,7 @@ impl Parser {
     }
 
     fn finish_states<S: Sink + ?Sized>(&mut self, sink: &mut S) {
+        self.settle_lone();
         if self.utf8.pending() {
             self.utf8 = utf8::Carry::default();
             self.push("\u{FFFD}", sink);

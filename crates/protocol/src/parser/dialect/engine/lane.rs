@@ -2,7 +2,7 @@
 //! each state, and the held-marker shortcuts the lane takes.
 
 use super::{header_close, no_markers, Engine, State, MAX_HEADER, REPLY_SET};
-use crate::parser::lane::{Kind, Lane};
+use crate::parser::lane::{Hold, Kind, Lane};
 use crate::parser::Sink;
 
 /// The lane's byte sets: text's openers, the header's end, none (a reply-start section), then one
@@ -43,6 +43,27 @@ impl Engine {
         lane.set_holds(sets, |k, b| {
             markers(k).list().iter().any(|m| m.len() > 1 && m[0] == b)
         });
+        // What `byte_step` and `set_lane` set up for each byte held alone.
+        let mut holds = Vec::new();
+        for set in 0..sets {
+            for &byte in markers(set).first_bytes() {
+                let marker = markers(set)
+                    .list()
+                    .iter()
+                    .copied()
+                    .find(|m| m.len() > 1 && m[0] == byte);
+                if let Some(marker) = marker {
+                    let release = release.iter().position(|&r| r == (set, byte));
+                    holds.push(Hold {
+                        set,
+                        byte,
+                        marker,
+                        release: release.map(|k| sets + k),
+                    });
+                }
+            }
+        }
+        lane.set_lone_holds(holds);
         self.release_sets = release;
         self.release_base = sets;
         lane
@@ -207,23 +228,16 @@ impl Engine {
         true
     }
 
-    /// A byte that the lane's hold table marks in the current state, pushed alone with nothing
-    /// held (the lane was open): held as [`Engine::byte_step`] holds it, and the lane set up as
-    /// the parser's `set_lane` would. False, with nothing changed, when there is no such marker.
-    pub(crate) fn hold_first(&mut self, b: u8, lane: &mut Lane) -> bool {
-        let marker = self
-            .markers()
-            .list()
-            .iter()
-            .copied()
-            .find(|m| m.len() > 1 && m[0] == b);
-        let Some(marker) = marker.filter(|_| self.held.is_empty()) else {
-            return false;
-        };
+    /// A byte the lane held alone (see `parser::lane::lone`), now held here as
+    /// [`Engine::byte_step`] holds a byte that starts a marker.
+    pub(crate) fn hold_lone(&mut self, b: u8, marker: &'static [u8]) {
         self.held.push(char::from(b));
         self.held_marker = Some(marker);
-        self.set_lane(false, lane);
-        true
+    }
+
+    /// Whether `more` bytes of content fit in the section or header within `limit`.
+    pub(crate) fn has_room(&self, more: usize, limit: usize) -> bool {
+        self.buf.len() + more <= limit
     }
 
     /// Whether `more` bytes of content would take a section or header past its limit.

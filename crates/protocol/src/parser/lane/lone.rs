@@ -1,0 +1,104 @@
+//! A dialect's lone held byte kept in the lane: the first byte of a marker, held alone.
+//!
+//! In prose the first byte of a marker comes up every few dozen bytes (`<`, `[`, phi4-mini's `f`
+//! of `functools[`), and almost always the next byte shows it was text. A byte at a time, holding
+//! it in the engine and setting the lane up from the engine's state, then taking it back out, was
+//! most of what such a byte cost. The lane keeps it instead, with what the engine would have set
+//! up (the marker, the byte that continues it, the bytes that release it, all known per byte set
+//! and first byte when the parser is built), and hands it to the engine ([`Parser::settle_lone`])
+//! before anything else reads the engine's held bytes: the general path, a wanted byte, the end
+//! of the stream.
+
+use super::{Kind, Lane, Parser, Sink, NO_BYTE};
+
+/// What holding a byte alone sets up, for one byte set and first byte.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Hold {
+    /// The byte set of the state that holds it, and the byte.
+    pub set: usize,
+    pub byte: u8,
+    /// The first marker of the set that the byte begins and that is longer than it.
+    pub marker: &'static [u8],
+    /// The lane's set of bytes that release it, if any.
+    pub release: Option<usize>,
+}
+
+impl Lane {
+    /// The holds [`Lane::hold_lone`] knows.
+    pub(crate) fn set_lone_holds(&mut self, holds: Vec<Hold>) {
+        self.lone_holds = holds;
+    }
+
+    /// Holds `b` alone in the lane, if the current set has a hold for it, and sets the lane up as
+    /// the engine's `set_lane` would with `b` held: the marker's next byte is wanted, and the
+    /// release set releases it.
+    pub(crate) fn hold_lone(&mut self, b: u8) -> bool {
+        let set = self.gate.mask.trailing_zeros() as usize;
+        let Some(hold) = self
+            .lone_holds
+            .iter()
+            .find(|h| h.set == set && h.byte == b)
+            .copied()
+        else {
+            return false;
+        };
+        let kind = self.kind;
+        self.expect_along(hold.marker, 1, hold.release.map(|r| (kind, r, set)));
+        self.lone = (u16::from(b), hold.marker);
+        true
+    }
+
+    /// The byte held alone and its marker, taken out of the lane.
+    pub(crate) fn take_lone(&mut self) -> Option<(u8, &'static [u8])> {
+        let (b, marker) = std::mem::replace(&mut self.lone, (NO_BYTE, &[]));
+        u8::try_from(b).ok().map(|b| (b, marker))
+    }
+}
+
+impl Parser {
+    /// Hands a byte the lane holds alone to the engine, which then holds it as its one-byte step
+    /// would have.
+    #[inline(always)]
+    pub(in crate::parser) fn settle_lone(&mut self) {
+        if self.lane.lone.0 != NO_BYTE {
+            self.settle_lone_now();
+        }
+    }
+
+    #[inline(never)]
+    fn settle_lone_now(&mut self) {
+        if let (Some((b, marker)), Some(engine)) =
+            (self.lane.take_lone(), self.dialect.as_deref_mut())
+        {
+            engine.hold_lone(b, marker);
+        }
+    }
+
+    /// The byte held alone and `b`, which shows it was content, go out as the state's content, as
+    /// `lane_release` sends held bytes; false, with the byte handed to the engine, when they would
+    /// take a section past its limit.
+    pub(in crate::parser) fn release_lone<S: Sink + ?Sized>(
+        &mut self,
+        (held, marker): (u8, &'static [u8]),
+        b: u8,
+        sink: &mut S,
+    ) -> bool {
+        let kind = self.lane.kind();
+        let room = match (kind, self.dialect.as_deref()) {
+            (Kind::Collect { limit }, Some(engine)) => engine.has_room(2, limit),
+            _ => true,
+        };
+        if !room {
+            if let Some(engine) = self.dialect.as_deref_mut() {
+                engine.hold_lone(held, marker);
+            }
+            return false;
+        }
+        self.lane.reopen();
+        // Both succeed: the room was checked, and text and reasoning have no limit.
+        if self.lane_char(char::from(held), sink) {
+            self.lane_char(char::from(b), sink);
+        }
+        true
+    }
+}
