@@ -10,9 +10,10 @@
 //! must only do what the state's own handling would do.
 //!
 //! Besides plain content, one byte at a time also brings markers and multi-byte characters in
-//! pieces: the next byte of a marker that stays incomplete is added to the held bytes directly
-//! ([`Lane::expect`]), and a character's bytes are collected with the lane suspended until it is
-//! complete.
+//! pieces: a byte that starts a marker is held ([`Lane::holds`]; a dialect's is kept in the lane
+//! itself, see `lone`), the next byte of a marker that stays incomplete is added to the held bytes
+//! directly ([`Lane::expect`]), and a character's bytes are collected with the lane suspended
+//! until it is complete.
 
 use super::json::{Feed, STRING_SPECIAL};
 use super::{same_bytes, utf8, Parser, Sink, State};
