@@ -278,6 +278,8 @@ async fn an_allow_listed_server_url_is_connected_for_the_request_with_its_header
         Behavior::Reply(Reply::text("Both headers arrived.")),
         Behavior::Reply(Reply::tool_call("mcp__far__add", r#"{"a":4,"b":5}"#)),
         Behavior::Reply(Reply::text("4 + 5 = 9.")),
+        Behavior::Reply(Reply::tool_call("mcp__far__add", r#"{"a":1,"b":1}"#)),
+        Behavior::Reply(Reply::text("1 + 1 = 2.")),
     ]);
     let (gw, runtime, _dir) = setup_with(
         &up,
@@ -347,6 +349,20 @@ async fn an_allow_listed_server_url_is_connected_for_the_request_with_its_header
     .await;
     assert_eq!(item(&second, "mcp_call")["output"], "9", "{second}");
     assert_eq!(second["output_text"], "4 + 5 = 9.");
+
+    // tool_choice names one of the remote server's tools: the first model request forces it.
+    let before = up.requests().len();
+    let forced = create(
+        &gw,
+        json!({
+            "model": "m", "input": "Add 1 and 1.", "tools": [remote_tool(&mcp.url, "never")],
+            "tool_choice": {"type": "mcp", "server_label": "far", "name": "add"},
+        }),
+    )
+    .await;
+    assert_eq!(item(&forced, "mcp_call")["output"], "2", "{forced}");
+    let choice = up.requests()[before].body["tool_choice"].to_string();
+    assert!(choice.contains("mcp__far__add"), "{choice}");
     runtime.shutdown().await;
 }
 

@@ -99,7 +99,10 @@ impl ForcedTool {
     /// on without it).
     fn resolve(&self, plan: &Plan) -> Result<Option<ToolChoice>, ApiError> {
         let named = |name: &str| {
-            if plan.offer.contains(name) || plan.client_names.contains(name) {
+            if plan.offer.contains(name)
+                || plan.client_names.contains(name)
+                || plan.remote.iter().any(|t| t.spec().name == name)
+            {
                 Some(ToolChoice::Named(name.to_owned()))
             } else {
                 tracing::warn!(
