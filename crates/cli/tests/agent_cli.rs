@@ -180,6 +180,76 @@ fn chat_keeps_the_conversation_and_answers_commands() {
     );
 }
 
+#[test]
+fn tool_choice_forces_the_first_model_request_only() {
+    let d = temp_dir("tool-choice");
+    let record = d.join("requests.jsonl");
+    std::fs::write(
+        d.join("script.json"),
+        serde_json::json!({"replies": [
+            "<tool_call>{\"name\": \"use_skill\", \"arguments\": {\"name\": \"trip-planner\"}}</tool_call>",
+            "Go in May.",
+        ], "record": record})
+        .to_string(),
+    )
+    .unwrap();
+    let model = format!("scripted:{}", d.join("script.json").display());
+    let skills = repo().join("examples/demo/skills");
+    let skills = skills.to_str().unwrap();
+    let (code, out, err) = toolbridge(
+        &[
+            "run",
+            "--model",
+            &model,
+            "--skills",
+            skills,
+            "--tool-choice",
+            "use_skill",
+            "Paris?",
+        ],
+        &d,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Go in May."), "{out}");
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    // The scripted model is served in prompt mode: the forced choice is the protocol's sentence.
+    let forced = "You must call the tool use_skill in this reply.";
+    assert!(
+        lines[0]["messages"].to_string().contains(forced),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        !lines[1]["messages"].to_string().contains(forced),
+        "{}",
+        lines[1]
+    );
+    // A choice that is no tool of the agent is a usage error naming the tools.
+    let (code, _, err) = toolbridge(
+        &[
+            "run",
+            "--model",
+            &model,
+            "--skills",
+            skills,
+            "--tool-choice",
+            "teleport",
+            "x",
+        ],
+        &d,
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("teleport") && err.contains("use_skill"),
+        "{err}"
+    );
+}
+
 /// The README's first command, exactly as written (after `cargo run --release -p toolbridge-cli
 /// --`), on the real default model (TOOLBRIDGE_EMBEDDED_MODEL, which scripts/test.sh fetches, is
 /// put where `toolbridge model pull` would have put it): the model loads the demo skill through

@@ -45,13 +45,16 @@ pub enum AutoStrategy {
     /// As [`AutoStrategy::Route`] with the relevance gate ([`relevance`]): a call is made when
     /// the gate's score plus `bias` is at least 0.
     Relevance { bias: f32, pick: Pick },
+    /// As [`AutoStrategy::Relevance`] with the mutual gate ([`mutual`]): relevance measured both
+    /// ways, the message given each tool and each tool given the message.
+    Mutual { bias: f32, pick: Pick },
 }
 
 impl Default for AutoStrategy {
     fn default() -> Self {
-        AutoStrategy::Route {
-            margin: DEFAULT_MARGIN,
-            pick: Pick::UseChannel,
+        AutoStrategy::Mutual {
+            bias: MUTUAL_BIAS,
+            pick: Pick::Channel,
         }
     }
 }
@@ -79,6 +82,7 @@ pub enum Pick {
 
 /// The strategy names accepted in configuration.
 pub const STRATEGY_NAMES: &[&str] = &[
+    "mutual",
     "route",
     "relevance",
     "gate",
@@ -100,6 +104,10 @@ impl FromStr for AutoStrategy {
         };
         Ok(match s {
             "free" => AutoStrategy::Free,
+            "mutual" => AutoStrategy::Mutual {
+                bias: MUTUAL_BIAS,
+                pick: Pick::Channel,
+            },
             "relevance" => AutoStrategy::Relevance {
                 bias: RELEVANCE_BIAS,
                 pick: Pick::Channel,
@@ -131,6 +139,16 @@ impl fmt::Display for AutoStrategy {
                     write!(f, " (pick {pick:?})")?;
                 }
                 if *bias != RELEVANCE_BIAS {
+                    write!(f, " (bias {bias})")?;
+                }
+                return Ok(());
+            }
+            AutoStrategy::Mutual { bias, pick } => {
+                f.write_str("mutual")?;
+                if *pick != Pick::Channel {
+                    write!(f, " (pick {pick:?})")?;
+                }
+                if *bias != MUTUAL_BIAS {
                     write!(f, " (bias {bias})")?;
                 }
                 return Ok(());
@@ -229,6 +247,73 @@ pub fn relevance(
             .max()
             .unwrap_or(0),
         gap: call - greedy,
+    })
+}
+
+/// The mutual gate's weights, fitted by a logistic regression in which each of five groups
+/// weighs the same — BFCL v4 `simple_python` (first 60), `multiple` (first 27) and `irrelevance`
+/// (first 60), and `examples/auto_eval.rs`'s 30 tool and 30 no-tool prompts — on the gate's
+/// signals ([`signals`], `examples/bfcl_gate.rs`); two-fold cross-validation agreed within 2
+/// requests per group. docs/src/embedded.md has the method and every figure. Per nat of the
+/// message's pointwise mutual information with the best tool ([`Mutual::pmi`]):
+pub const MUTUAL_PMI: f32 = 0.227;
+/// Per nat of the best tool's use sentence's pointwise mutual information with the message
+/// ([`Mutual::describe`]):
+pub const MUTUAL_DESCRIBE: f32 = 0.122;
+/// The intercept: a score of at least 0 makes a call. The fit's own was -0.425; moved by +0.2,
+/// the development set's tool prompts of our own that get a call rise from 18 to 24 of 30 while
+/// BFCL's irrelevance requests answered without one stay at 43 of 60.
+pub const MUTUAL_BIAS: f32 = -0.225;
+
+/// What the mutual gate measured for one request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mutual {
+    /// Per tool: the log-probability of the user's message after a system prompt offering only
+    /// that tool (the channel pick reuses them).
+    pub channel: Vec<f32>,
+    /// How much better the best tool's context explains the message than a context without
+    /// tools, in nats: `max(channel) - neutral`.
+    pub pmi: f32,
+    /// The other way: how much likelier the message makes "I will use the tool NAME: its
+    /// description" as the answer than an empty message does, for the tool where that is most,
+    /// in nats. It is measured over the description's tokens, so it still says something when the
+    /// message is short and shares no word with the tool.
+    pub describe: f32,
+}
+
+impl Mutual {
+    /// The gate's score without its intercept.
+    pub fn score(&self) -> f32 {
+        MUTUAL_PMI * self.pmi + MUTUAL_DESCRIBE * self.describe
+    }
+}
+
+/// Stage 1, by relevance both ways: how well each tool explains the user's `message` against a
+/// context without tools, and how much the message calls for each tool's use sentence against
+/// an empty message (all on scratch KV caches; the conversation's is left alone).
+pub fn mutual(
+    engine: &Engine,
+    message: &str,
+    tools: &[&ToolSpec],
+) -> Result<Mutual, EmbeddedError> {
+    let (channel, neutral) = channel_and_neutral(engine, message, tools)?;
+    let best = channel.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let clipped = clip(message.trim(), CHANNEL_MESSAGE_MAX);
+    let given = describe_scores(engine, clipped, tools)?;
+    let alone = describe_scores(engine, "", tools)?;
+    let describe = given
+        .iter()
+        .zip(&alone)
+        .map(|(g, a)| g - a)
+        .fold(f32::NEG_INFINITY, f32::max);
+    Ok(Mutual {
+        pmi: if best.is_finite() {
+            best - neutral
+        } else {
+            0.0
+        },
+        describe: if describe.is_finite() { describe } else { 0.0 },
+        channel,
     })
 }
 
@@ -464,6 +549,12 @@ pub struct Signals {
     pub shared_params: Vec<usize>,
     /// The message's own number of content words.
     pub words: usize,
+    /// Per tool: log-probability of "I will use the tool NAME: DESCRIPTION" as the answer to the
+    /// message alone (a system prompt without tools), and to an empty message (`describe_null`):
+    /// their difference is how much the message calls for that tool, measured over the
+    /// description's tokens rather than the message's.
+    pub describe: Vec<f32>,
+    pub describe_null: Vec<f32>,
 }
 
 /// Measures [`Signals`] for a rendered `prompt` whose latest user message is `message`.
@@ -490,7 +581,31 @@ pub fn signals(
             .map(|t| shared_text_words(message, &tool_text(t)))
             .collect(),
         words: content_words(message).len(),
+        describe: describe_scores(engine, clipped, tools)?,
+        describe_null: describe_scores(engine, "", tools)?,
     })
+}
+
+/// Per tool, the log-probability of the use sentence with the tool's first description sentence
+/// ("I will use the tool NAME: …") as the answer to `message` after the neutral system prompt.
+fn describe_scores(
+    engine: &Engine,
+    message: &str,
+    tools: &[&ToolSpec],
+) -> Result<Vec<f32>, EmbeddedError> {
+    let context = engine.render(&[
+        TemplateMessage::new("system", texts::ROUTER_NEUTRAL_SYSTEM),
+        TemplateMessage::new("user", message),
+    ]);
+    tools
+        .iter()
+        .map(|t| {
+            let sentence = texts::router_describe(&t.name, first_sentence(&t.description));
+            let scores =
+                engine.score_detached(std::slice::from_ref(&context), &literal(&sentence))?;
+            Ok(scores.first().copied().unwrap_or_default())
+        })
+        .collect()
 }
 
 /// How many words (lower case, 3+ letters, a few stop words left out, compared on their first five
@@ -527,9 +642,9 @@ mod tests {
             let s: AutoStrategy = name.parse().unwrap();
             assert_eq!(s.to_string(), *name);
         }
-        assert_eq!(AutoStrategy::default().to_string(), "route");
+        assert_eq!(AutoStrategy::default().to_string(), "mutual");
         let err = "sometimes".parse::<AutoStrategy>().unwrap_err();
-        assert!(err.contains("route, relevance, gate"), "{err}");
+        assert!(err.contains("mutual, route, relevance, gate"), "{err}");
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub const SETTINGS_HELP: &str = r#"Settings, in toolbridge.toml (all optional; u
   top_p = 1.0                 # when a request gives none (default 1)
   seed = 0                    # when a request gives none (default 0)
   max_tokens = 512            # when a request gives none (default 512)
-  auto = "route"              # tool_choice auto: route (default), relevance, gate,
+  auto = "mutual"             # tool_choice auto: mutual (default), route, relevance, gate,
                               # route_use, route_channel, route_name,
                               # route_name_lexical, call_then_answer, free
   weights = "q8_0"            # Q5/k-quant weights converted at load to q8_0 (default) or q4_0; Q4_0/Q4_1/Q8_0 kept

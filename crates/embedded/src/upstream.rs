@@ -206,6 +206,7 @@ impl EmbeddedUpstream {
                 AutoStrategy::CallThenAnswer
                 | AutoStrategy::Route { .. }
                 | AutoStrategy::Relevance { .. }
+                | AutoStrategy::Mutual { .. }
                     if after_tool =>
                 {
                     Decision::Text
@@ -221,6 +222,33 @@ impl EmbeddedUpstream {
                         shared = seen.shared,
                         gap = seen.gap,
                         "embedded auto: relevance gate"
+                    );
+                    if score >= 0.0 {
+                        let i = auto::pick_with(
+                            &self.engine,
+                            &prompt,
+                            &message,
+                            &offered,
+                            pick,
+                            Some(&seen.channel),
+                        )?;
+                        if pick != Pick::Grammar {
+                            tools = offered.get(i).map(|t| vec![*t]).unwrap_or(tools);
+                        }
+                        Decision::Call
+                    } else {
+                        Decision::Text
+                    }
+                }
+                AutoStrategy::Mutual { bias, pick } => {
+                    let message = last_user_text(request);
+                    let seen = auto::mutual(&self.engine, &message, &offered)?;
+                    let score = seen.score() + bias;
+                    tracing::debug!(
+                        score,
+                        pmi = seen.pmi,
+                        describe = seen.describe,
+                        "embedded auto: mutual gate"
                     );
                     if score >= 0.0 {
                         let i = auto::pick_with(

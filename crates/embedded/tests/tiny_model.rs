@@ -414,6 +414,93 @@ async fn the_relevance_gate_measures_every_tool_and_offers_the_picked_one() {
     );
 }
 
+#[tokio::test]
+async fn the_mutual_gate_is_the_default_and_measures_what_its_weights_were_fitted_on() {
+    let engine = Arc::new(common::tiny_engine());
+    assert_eq!(
+        EmbeddedConfig::default().auto,
+        AutoStrategy::Mutual {
+            bias: toolbridge_embedded::auto::MUTUAL_BIAS,
+            pick: Pick::Channel,
+        }
+    );
+    let mutual = |bias: f32| {
+        EmbeddedUpstream::new(
+            Arc::clone(&engine),
+            EmbeddedConfig {
+                auto: AutoStrategy::Mutual {
+                    bias,
+                    pick: Pick::Channel,
+                },
+                ..EmbeddedConfig::default()
+            },
+        )
+    };
+    let tools = vec![common::weather_tool(), time_tool()];
+    let req = request(tools.clone(), None, 0);
+    let offered: Vec<&ToolSpec> = tools.iter().collect();
+    let message = "Weather in Paris for two days?";
+    let seen = toolbridge_embedded::auto::mutual(&engine, message, &offered).unwrap();
+    // The gate's two measures are the development set's signals (examples/bfcl_gate.rs), taken
+    // the same way: the weights apply to what they were fitted on.
+    let (prompt, _) = mutual(0.0).render(&req);
+    let signals = toolbridge_embedded::auto::signals(&engine, &prompt, message, &offered).unwrap();
+    assert_eq!(seen.channel, signals.channel);
+    let best = signals.channel.iter().copied().fold(f32::MIN, f32::max);
+    assert!(
+        (seen.pmi - (best - signals.neutral)).abs() < 1e-4,
+        "{seen:?}"
+    );
+    let describe = signals
+        .describe
+        .iter()
+        .zip(&signals.describe_null)
+        .map(|(g, a)| g - a)
+        .fold(f32::MIN, f32::max);
+    assert!(
+        (seen.describe - describe).abs() < 1e-4,
+        "{seen:?} {signals:?}"
+    );
+    assert!(
+        seen.describe.is_finite() && seen.describe != 0.0,
+        "{seen:?}"
+    );
+    // A gate pushed shut answers in text; pushed open, it calls exactly one tool; after a tool
+    // result it answers in prose whatever the gate would say.
+    let (_, decision) = mutual(-1e9).plan(&req).unwrap();
+    assert_eq!(decision, Decision::Text);
+    let (plan, decision) = mutual(1e9).plan(&req).unwrap();
+    assert_eq!(decision, Decision::Call);
+    let grammar = match plan.generation.constraint {
+        Constraint::Call { grammar, .. } => grammar,
+        other => panic!("{other:?}"),
+    };
+    let named = ["get_weather", "get_time"]
+        .iter()
+        .filter(|n| grammar.contains(&format!("\"const\":\"{n}\"")))
+        .count();
+    assert_eq!(named, 1, "{grammar}");
+    let mut after = req.clone();
+    after.messages.push(Message::assistant_calls(
+        None,
+        vec![toolbridge_protocol::types::ToolCall {
+            id: "c1".into(),
+            name: "get_weather".into(),
+            arguments: "{\"city\": \"Paris\"}".into(),
+        }],
+    ));
+    after
+        .messages
+        .push(Message::tool_result("c1", "sunny", false));
+    let (_, decision) = mutual(1e9).plan(&after).unwrap();
+    assert_eq!(decision, Decision::Text);
+    let events = collect(&mutual(1e9), request(tools, None, 5)).await;
+    assert!(
+        events.iter().any(|e| matches!(e, WireEvent::ToolCall(_))),
+        "{events:?}"
+    );
+}
+
 #[test]
 fn stop_strings_end_the_output() {
     let engine = common::tiny_engine();

@@ -537,6 +537,11 @@ fn rendered_embedded_router_texts() {
     s.push_str("\n---\n");
     s.push_str(texts::ROUTER_NEUTRAL_SYSTEM);
     s.push_str("\n---\n");
+    s.push_str(&texts::router_describe(
+        "get_weather",
+        "Get the current weather for a city.",
+    ));
+    s.push_str("\n---\n");
     check_golden("embedded_router.txt", &s);
 }
 

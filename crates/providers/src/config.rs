@@ -20,7 +20,7 @@
 //! provider = "embedded"
 //! path = "/models/SmolLM2-135M-Instruct.Q4_1.gguf"   # default: the pulled default model
 //! threads = 2
-//! auto = "route"
+//! auto = "mutual"
 //! ```
 //!
 //! Keys beyond the shared ones ([`ARM_KEYS`]) belong to the provider the arm names: they are kept

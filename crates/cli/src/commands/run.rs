@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use futures::StreamExt;
-use toolbridge_protocol::types::Message;
+use toolbridge_protocol::types::{Message, ToolChoice, ToolSpec};
 
 use crate::agent::args::AgentArgs;
 use crate::agent::render::{exit_code, Look, Renderer};
@@ -38,6 +38,31 @@ pub struct Args {
     /// Write the full transcript (every message, complete tool outputs, usage, outcome) as JSON.
     #[arg(long, value_name = "FILE")]
     transcript: Option<PathBuf>,
+    /// The first model request's tool choice: `auto` (the model decides), `required` (some
+    /// tool), `none`, or a tool's name (that tool). Later rounds are `auto`.
+    #[arg(long, value_name = "CHOICE", default_value = "auto")]
+    tool_choice: String,
+}
+
+/// What `--tool-choice` names, against the agent's tools.
+fn first_tool_choice(choice: &str, tools: &[ToolSpec]) -> Result<Option<ToolChoice>, String> {
+    Ok(match choice {
+        "auto" => None,
+        "required" => Some(ToolChoice::Required),
+        "none" => Some(ToolChoice::None),
+        name if tools.iter().any(|t| t.name == name) => Some(ToolChoice::Named(name.to_owned())),
+        other => {
+            let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            return Err(format!(
+                "--tool-choice `{other}` is not auto, required, none or one of this agent's tools ({})",
+                if names.is_empty() {
+                    "it has none".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            ));
+        }
+    })
 }
 
 pub fn run(args: Args, color: ColorChoice) -> anyhow::Result<ExitCode> {
@@ -69,6 +94,14 @@ pub fn run(args: Args, color: ColorChoice) -> anyhow::Result<ExitCode> {
         format!("{prompt}\n\n{note}")
     };
     let agent = &session.session.agent;
+    let first_choice = match first_tool_choice(&args.tool_choice, &agent.tool_specs()) {
+        Ok(choice) => choice,
+        Err(e) => {
+            session.shutdown();
+            eprintln!("toolbridge: {e}");
+            return Ok(ExitCode::from(USAGE_ERROR));
+        }
+    };
     let state = session.runtime.block_on(async {
         let mut context = session.session.context();
         context.attachments = std::mem::take(&mut workspace.attached);
@@ -78,7 +111,14 @@ pub fn run(args: Args, color: ColorChoice) -> anyhow::Result<ExitCode> {
                 cancel.cancel();
             }
         });
-        let mut run = agent.run(vec![Message::user(prompt)], context);
+        let mut run = match first_choice {
+            None => agent.run(vec![Message::user(prompt)], context),
+            Some(choice) => {
+                let mut machine = agent.start(vec![Message::user(prompt)]).await;
+                machine.set_next_tool_choice(Some(choice));
+                agent.resume(machine, context, None)
+            }
+        };
         let mut renderer = Renderer::new(args.json, Look::run(color));
         while let Some(event) = run.next().await {
             renderer.event(&event);
