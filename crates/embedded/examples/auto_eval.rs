@@ -356,7 +356,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Arc::clone(&engine),
             EmbeddedConfig {
                 auto: strategy,
-                max_tokens: 48,
+                // Room for a call: a forced call closes itself once only the tokens its closing
+                // needs are left, so a tight limit would cut every string value to "".
+                max_tokens: 160,
                 ..EmbeddedConfig::default()
             },
         ));
