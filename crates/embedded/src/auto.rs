@@ -233,13 +233,8 @@ pub fn relevance(
     let open = format!("<{}>", CallTag::default().name());
     let (call, greedy) = engine.score(prompt, &open)?;
     let (channel, neutral) = channel_and_neutral(engine, message, tools)?;
-    let best = channel.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     Ok(Relevance {
-        pmi: if best.is_finite() {
-            best - neutral
-        } else {
-            0.0
-        },
+        pmi: best_gain(channel.iter().map(|c| c - neutral)),
         channel,
         shared: tools
             .iter()
@@ -297,24 +292,24 @@ pub fn mutual(
     tools: &[&ToolSpec],
 ) -> Result<Mutual, EmbeddedError> {
     let (channel, neutral) = channel_and_neutral(engine, message, tools)?;
-    let best = channel.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let clipped = clip(message.trim(), CHANNEL_MESSAGE_MAX);
     let given = describe_scores(engine, clipped, tools)?;
     let alone = describe_scores(engine, "", tools)?;
-    let describe = given
-        .iter()
-        .zip(&alone)
-        .map(|(g, a)| g - a)
-        .fold(f32::NEG_INFINITY, f32::max);
     Ok(Mutual {
-        pmi: if best.is_finite() {
-            best - neutral
-        } else {
-            0.0
-        },
-        describe: if describe.is_finite() { describe } else { 0.0 },
+        pmi: best_gain(channel.iter().map(|c| c - neutral)),
+        describe: best_gain(given.iter().zip(&alone).map(|(g, a)| g - a)),
         channel,
     })
+}
+
+/// The largest of a per-tool gain in nats, 0 without tools.
+fn best_gain(gains: impl Iterator<Item = f32>) -> f32 {
+    let best = gains.fold(f32::NEG_INFINITY, f32::max);
+    if best.is_finite() {
+        best
+    } else {
+        0.0
+    }
 }
 
 /// Stage 2: the index of the tool to call. `message` is the user's latest message (for the

@@ -212,17 +212,32 @@ impl EmbeddedUpstream {
                     Decision::Text
                 }
                 AutoStrategy::CallThenAnswer => Decision::Call,
-                AutoStrategy::Relevance { bias, pick } => {
+                AutoStrategy::Relevance { bias, pick } | AutoStrategy::Mutual { bias, pick } => {
                     let message = last_user_text(request);
-                    let seen = auto::relevance(&self.engine, &prompt, &message, &offered)?;
-                    let score = seen.score() + bias;
-                    tracing::debug!(
-                        score,
-                        pmi = seen.pmi,
-                        shared = seen.shared,
-                        gap = seen.gap,
-                        "embedded auto: relevance gate"
-                    );
+                    // The gate's score and the channel scores its pick reuses.
+                    let (score, channel) =
+                        if matches!(self.config.auto, AutoStrategy::Mutual { .. }) {
+                            let seen = auto::mutual(&self.engine, &message, &offered)?;
+                            let score = seen.score() + bias;
+                            tracing::debug!(
+                                score,
+                                pmi = seen.pmi,
+                                describe = seen.describe,
+                                "embedded auto: mutual gate"
+                            );
+                            (score, seen.channel)
+                        } else {
+                            let seen = auto::relevance(&self.engine, &prompt, &message, &offered)?;
+                            let score = seen.score() + bias;
+                            tracing::debug!(
+                                score,
+                                pmi = seen.pmi,
+                                shared = seen.shared,
+                                gap = seen.gap,
+                                "embedded auto: relevance gate"
+                            );
+                            (score, seen.channel)
+                        };
                     if score >= 0.0 {
                         let i = auto::pick_with(
                             &self.engine,
@@ -230,34 +245,7 @@ impl EmbeddedUpstream {
                             &message,
                             &offered,
                             pick,
-                            Some(&seen.channel),
-                        )?;
-                        if pick != Pick::Grammar {
-                            tools = offered.get(i).map(|t| vec![*t]).unwrap_or(tools);
-                        }
-                        Decision::Call
-                    } else {
-                        Decision::Text
-                    }
-                }
-                AutoStrategy::Mutual { bias, pick } => {
-                    let message = last_user_text(request);
-                    let seen = auto::mutual(&self.engine, &message, &offered)?;
-                    let score = seen.score() + bias;
-                    tracing::debug!(
-                        score,
-                        pmi = seen.pmi,
-                        describe = seen.describe,
-                        "embedded auto: mutual gate"
-                    );
-                    if score >= 0.0 {
-                        let i = auto::pick_with(
-                            &self.engine,
-                            &prompt,
-                            &message,
-                            &offered,
-                            pick,
-                            Some(&seen.channel),
+                            Some(&channel),
                         )?;
                         if pick != Pick::Grammar {
                             tools = offered.get(i).map(|t| vec![*t]).unwrap_or(tools);

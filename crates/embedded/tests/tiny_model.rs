@@ -281,18 +281,29 @@ async fn the_model_is_a_native_arm_and_auto_follows_the_strategy() {
     assert_eq!(decision, Decision::Text);
 }
 
+/// The upstream of `engine` with `auto` as its strategy.
+fn with_auto(engine: &Arc<Engine>, auto: AutoStrategy) -> EmbeddedUpstream {
+    EmbeddedUpstream::new(
+        Arc::clone(engine),
+        EmbeddedConfig {
+            auto,
+            ..EmbeddedConfig::default()
+        },
+    )
+}
+
+/// How many of the weather and time tools a call grammar names.
+fn tools_named(grammar: &str) -> usize {
+    ["get_weather", "get_time"]
+        .iter()
+        .filter(|n| grammar.contains(&format!("\"const\":\"{n}\"")))
+        .count()
+}
+
 #[tokio::test]
 async fn route_gates_then_offers_one_tool() {
     let engine = Arc::new(common::tiny_engine());
-    let route = |margin: f32, pick: Pick| {
-        EmbeddedUpstream::new(
-            Arc::clone(&engine),
-            EmbeddedConfig {
-                auto: AutoStrategy::Route { margin, pick },
-                ..EmbeddedConfig::default()
-            },
-        )
-    };
+    let route = |margin: f32, pick: Pick| with_auto(&engine, AutoStrategy::Route { margin, pick });
     let tools = vec![common::weather_tool(), time_tool()];
     let grammar_of = |up: &EmbeddedUpstream| -> (Decision, String) {
         let (plan, decision) = up.plan(&request(tools.clone(), None, 0)).unwrap();
@@ -314,10 +325,7 @@ async fn route_gates_then_offers_one_tool() {
     ] {
         let (decision, grammar) = grammar_of(&route(1e9, pick));
         assert_eq!(decision, Decision::Call, "{pick:?}");
-        let named = ["get_weather", "get_time"]
-            .iter()
-            .filter(|n| grammar.contains(&format!("\"const\":\"{n}\"")))
-            .count();
+        let named = tools_named(&grammar);
         assert_eq!(named, 1, "{pick:?}: {grammar}");
     }
     // … or to any of them when the grammar picks.
@@ -361,14 +369,11 @@ async fn route_gates_then_offers_one_tool() {
 async fn the_relevance_gate_measures_every_tool_and_offers_the_picked_one() {
     let engine = Arc::new(common::tiny_engine());
     let relevance = |bias: f32| {
-        EmbeddedUpstream::new(
-            Arc::clone(&engine),
-            EmbeddedConfig {
-                auto: AutoStrategy::Relevance {
-                    bias,
-                    pick: Pick::Channel,
-                },
-                ..EmbeddedConfig::default()
+        with_auto(
+            &engine,
+            AutoStrategy::Relevance {
+                bias,
+                pick: Pick::Channel,
             },
         )
     };
@@ -401,10 +406,7 @@ async fn the_relevance_gate_measures_every_tool_and_offers_the_picked_one() {
         Constraint::Call { grammar, .. } => grammar,
         other => panic!("{other:?}"),
     };
-    let named = ["get_weather", "get_time"]
-        .iter()
-        .filter(|n| grammar.contains(&format!("\"const\":\"{n}\"")))
-        .count();
+    let named = tools_named(&grammar);
     assert_eq!(named, 1, "{grammar}");
     // The measuring leaves the conversation's cache usable: the call still parses.
     let events = collect(&relevance(1e9), request(tools.clone(), None, 5)).await;
@@ -425,14 +427,11 @@ async fn the_mutual_gate_is_the_default_and_measures_what_its_weights_were_fitte
         }
     );
     let mutual = |bias: f32| {
-        EmbeddedUpstream::new(
-            Arc::clone(&engine),
-            EmbeddedConfig {
-                auto: AutoStrategy::Mutual {
-                    bias,
-                    pick: Pick::Channel,
-                },
-                ..EmbeddedConfig::default()
+        with_auto(
+            &engine,
+            AutoStrategy::Mutual {
+                bias,
+                pick: Pick::Channel,
             },
         )
     };
@@ -475,10 +474,7 @@ async fn the_mutual_gate_is_the_default_and_measures_what_its_weights_were_fitte
         Constraint::Call { grammar, .. } => grammar,
         other => panic!("{other:?}"),
     };
-    let named = ["get_weather", "get_time"]
-        .iter()
-        .filter(|n| grammar.contains(&format!("\"const\":\"{n}\"")))
-        .count();
+    let named = tools_named(&grammar);
     assert_eq!(named, 1, "{grammar}");
     let mut after = req.clone();
     after.messages.push(Message::assistant_calls(

@@ -18,5 +18,5 @@ pub mod tool;
 
 pub use config::{parse_flag, ConfigError, McpApproval, McpServerConfig};
 pub use manager::{McpManager, StartFailure, Started};
-pub use remote::RemoteServer;
+pub use remote::connect_remote;
 pub use tool::McpTool;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use toolbridge_mcp::{McpServerConfig, McpTool, RemoteServer};
+use toolbridge_mcp::{connect_remote, McpServerConfig, McpTool};
 use toolbridge_tools::net::{Guard, Policy};
 use url::Url;
 
@@ -227,7 +227,7 @@ impl RemoteMcp {
         label: &str,
         url: &str,
         headers: &RemoteHeaders,
-    ) -> Result<RemoteServer, String> {
+    ) -> Result<Vec<Arc<McpTool>>, String> {
         let parsed = Url::parse(url).map_err(|_| "its server_url is not a URL".to_owned())?;
         if !self.allows(&parsed) {
             return Err(NOT_ALLOWED.to_owned());
@@ -247,7 +247,7 @@ impl RemoteMcp {
             })?;
         let mut config = McpServerConfig::http(label, url);
         config.start_timeout_secs = Some(self.start_timeout.as_secs().max(1));
-        RemoteServer::connect(config, client).await.map_err(|e| {
+        connect_remote(config, client).await.map_err(|e| {
             tracing::warn!(server = label, %url, error = %e, "remote MCP server could not be connected");
             CONNECT_FAILED.to_owned()
         })
@@ -299,8 +299,8 @@ pub(crate) async fn connect_all(
     });
     for (label, outcome) in futures::future::join_all(attempts).await {
         match outcome {
-            Ok(server) => {
-                connected.tools.insert(label.to_owned(), server.tools());
+            Ok(tools) => {
+                connected.tools.insert(label.to_owned(), tools);
             }
             Err(why) => {
                 connected.failed.insert(label.to_owned(), why);

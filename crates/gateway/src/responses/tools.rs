@@ -54,6 +54,11 @@ pub(crate) fn builtins_of(hosted: &Hosted) -> &'static [&'static str] {
     }
 }
 
+/// One tool of an `mcp` tool's server: its exposed name, the server's own name for it, and the
+/// tool itself when a remote server connected for this request serves it (`None`: a configured
+/// server's, offered by name from the shared toolbox).
+type McpEntry = (String, String, Option<Arc<dyn Tool>>);
+
 /// Always offered when configured (ours, not OpenAI's): the user's memory.
 const ALWAYS: &[&str] = &["save_memory"];
 
@@ -86,12 +91,28 @@ pub(crate) fn plan(
                     ..
                 } => {
                     let prefix = format!("{}{label}__", toolbridge_mcp::names::PREFIX);
-                    let tools: Vec<&String> = configured
-                        .iter()
-                        .filter(|c| c.starts_with(&prefix))
-                        .collect();
-                    if tools.is_empty() {
-                        let Some(remote_tools) = remote.tools.get(label) else {
+                    // A configured server's tools first, else the request's own server's.
+                    let entries: Vec<McpEntry> = {
+                        let configured: Vec<_> = configured
+                            .iter()
+                            .filter(|c| c.starts_with(&prefix))
+                            .map(|c| (c.clone(), c[prefix.len()..].to_owned(), None))
+                            .collect();
+                        if !configured.is_empty() {
+                            configured
+                        } else if let Some(tools) = remote.tools.get(label) {
+                            tools
+                                .iter()
+                                .map(|t| {
+                                    let tool = Arc::clone(t) as Arc<dyn Tool>;
+                                    (
+                                        t.spec().name.clone(),
+                                        t.remote_name().to_owned(),
+                                        Some(tool),
+                                    )
+                                })
+                                .collect()
+                        } else {
                             let why = match (url, remote.failed.get(label)) {
                                 (_, Some(why)) => why.clone(),
                                 (Some(_), None) => {
@@ -104,41 +125,23 @@ pub(crate) fn plan(
                             };
                             missing.push((format!("mcp:{label}"), why));
                             continue;
-                        };
-                        for tool in remote_tools {
-                            let own = tool.remote_name();
-                            if allowed
-                                .as_ref()
-                                .is_some_and(|a| !a.iter().any(|n| n == own))
-                            {
-                                continue;
-                            }
-                            let exposed = tool.spec().name.clone();
-                            if approval.asks(own) {
-                                needs_approval.insert(exposed.clone());
-                            }
-                            kinds.insert(
-                                exposed,
-                                CallKind::Mcp {
-                                    label: label.clone(),
-                                    tool: own.to_owned(),
-                                },
-                            );
-                            remote_offer.push(Arc::clone(tool) as Arc<dyn Tool>);
                         }
-                        continue;
-                    }
-                    for tool in tools {
-                        let own = tool[prefix.len()..].to_owned();
+                    };
+                    for (exposed, own, tool) in entries {
                         if allowed.as_ref().is_some_and(|a| !a.contains(&own)) {
                             continue;
                         }
-                        offer.insert(tool.clone());
                         if approval.asks(&own) {
-                            needs_approval.insert(tool.clone());
+                            needs_approval.insert(exposed.clone());
+                        }
+                        match tool {
+                            Some(tool) => remote_offer.push(tool),
+                            None => {
+                                offer.insert(exposed.clone());
+                            }
                         }
                         kinds.insert(
-                            tool.clone(),
+                            exposed,
                             CallKind::Mcp {
                                 label: label.clone(),
                                 tool: own,
