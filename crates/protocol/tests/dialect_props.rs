@@ -64,6 +64,13 @@ fn pieces(dialect: Dialect) -> Vec<&'static str> {
             "g[ARGS]{}",
             "[{\"name\": \"f\", \"arguments\": {\"x\": \"y\"}}]",
             "[TOOL",
+            // What the section's end is found by (strings, escapes, brackets, separators).
+            "{\"s\": \"}]\\\"[\"}",
+            "\"",
+            "\\",
+            "}",
+            "]",
+            ", ",
         ],
         Dialect::Qwen3Coder => &[
             "<tool_call>",

@@ -4,7 +4,9 @@
 //! through; only a possible partial marker (a few bytes) is held back at a chunk's end.
 
 mod lane;
+mod track;
 
+use self::track::{Read, Track};
 use super::scan::{Found, Markers};
 use super::values::ParamTypes;
 use super::Dialect;
@@ -118,6 +120,9 @@ pub(crate) struct Spec {
     pub start_byte: Option<u8>,
     pub section: SectionReader,
     pub header: Option<HeaderReader>,
+    /// Sections (other than reply sections) also end by their own structure, right after their
+    /// calls (see `track`), so the text after them streams as text.
+    pub track: bool,
 }
 
 /// Builds a [`Spec`].
@@ -174,6 +179,7 @@ impl SpecBuilder {
             start_byte,
             section,
             header,
+            track: false,
         }
     }
 }
@@ -217,6 +223,10 @@ pub(crate) struct Engine {
     /// Nothing but whitespace and reasoning so far: a start byte may open a reply section.
     at_start: bool,
     next_index: usize,
+    /// Where a tracked section's structure has got to (see `track`).
+    track: Track,
+    /// In a tracked section of JSON values: the buffer's length after its last complete value.
+    value_end: usize,
 }
 
 impl Engine {
@@ -245,6 +255,8 @@ impl Engine {
             label: String::new(),
             at_start: true,
             next_index: 0,
+            track: Track::default(),
+            value_end: 0,
         }
     }
 
@@ -307,7 +319,12 @@ impl Engine {
             Found::Undecided { start } if start < held.len() && probe_is_rest => (start, None),
             _ => (held.len(), None),
         };
-        self.content(&held[..start], sink);
+        let took = self.content(&held[..start], sink);
+        if took < start {
+            // A tracked section ended inside the held bytes: the rest is read again as text.
+            self.push(&held[took..], sink);
+            return i;
+        }
         if self.overflowed() {
             // What follows the limit is text again, the held bytes included.
             self.overflow(sink);
@@ -367,15 +384,22 @@ impl Engine {
     fn scan_step<S: Sink + ?Sized>(&mut self, s: &str, i: usize, sink: &mut S) -> usize {
         let rest = &s[i..];
         if self.markers().is_empty() {
-            self.content(rest, sink);
+            let took = self.content(rest, sink);
             if self.overflowed() {
                 self.overflow(sink);
             }
-            return s.len();
+            return i + took;
         }
-        match self.markers().scan(rest.as_bytes(), false) {
+        // A tracked section's markers count only up to where its structure ends it.
+        let scanned = match self.tracked_end(rest.as_bytes()) {
+            // (The byte that starts no further value may begin a longer character.)
+            Some(end) => &rest[..ceil_boundary(rest, end)],
+            None => rest,
+        };
+        match self.markers().scan(scanned.as_bytes(), false) {
             Found::Marker { start, index } => {
                 let len = self.markers().marker(index).len();
+                // The section's end is at or after the marker's (it ends `scanned`): all taken.
                 self.content(&rest[..start], sink);
                 if self.overflowed() {
                     self.overflow(sink);
@@ -384,7 +408,9 @@ impl Engine {
                 self.on_marker(index, sink);
                 i + start + len
             }
-            Found::Undecided { start } => {
+            // Bytes that may still become a marker, at the end of the chunk. (Where a tracked
+            // section's structure ends `scanned` before that, no marker can be open: see `track`.)
+            Found::Undecided { start } if scanned.len() == rest.len() => {
                 self.content(&rest[..start], sink);
                 if self.overflowed() {
                     self.overflow(sink);
@@ -393,26 +419,92 @@ impl Engine {
                 self.held.push_str(&rest[start..]);
                 s.len()
             }
-            Found::None => {
-                self.content(rest, sink);
+            Found::Undecided { .. } | Found::None => {
+                let took = self.content(scanned, sink);
                 if self.overflowed() {
                     self.overflow(sink);
                 }
-                s.len()
+                i + took
             }
         }
     }
 
-    /// Content of the current state (text, reasoning, or section/header bytes).
-    fn content<S: Sink + ?Sized>(&mut self, text: &str, sink: &mut S) {
+    /// Content of the current state (text, reasoning, or section/header bytes). Returns how much
+    /// of `text` it took: all of it, except where a tracked section ended inside it (the state is
+    /// then text, and the caller goes on with the rest).
+    fn content<S: Sink + ?Sized>(&mut self, text: &str, sink: &mut S) -> usize {
         if text.is_empty() {
-            return;
+            return 0;
         }
         match self.state {
             State::Text => self.emit_text(text, sink),
             State::Reasoning(_) => sink.reasoning(text),
+            State::Section { set } if self.spec.track && set != REPLY_SET => {
+                return self.tracked_content(text, sink)
+            }
             State::Section { .. } | State::Header => self.buf.push_str(text),
         }
+        text.len()
+    }
+
+    /// Where a tracked section's structure ends it within `bytes` of its content: the length of
+    /// the part that decides it (the byte that starts no further value included). None when it
+    /// does not end there, or the section is not tracked.
+    fn tracked_end(&self, bytes: &[u8]) -> Option<usize> {
+        match self.state {
+            State::Section { set } if self.spec.track && set != REPLY_SET => {}
+            _ => return None,
+        }
+        let mut track = self.track;
+        let mut at = 0;
+        loop {
+            match track.read(&bytes[at..]) {
+                Read::More => return None,
+                Read::ValueEnd(k) => at += k,
+                Read::End(k) => return Some(at + k),
+                Read::Stop(k) => return Some(at + k + 1),
+            }
+        }
+    }
+
+    /// [`Engine::content`] for a tracked section: reads `text` with the tracker and ends the
+    /// section where it says. Past the section's limit nothing ends it: it overflows as any
+    /// section does, at the same byte however the text was chunked.
+    fn tracked_content<S: Sink + ?Sized>(&mut self, text: &str, sink: &mut S) -> usize {
+        let mut at = 0;
+        loop {
+            let read = self.track.read(&text.as_bytes()[at..]);
+            let upto = match read {
+                Read::More => text.len(),
+                Read::ValueEnd(k) | Read::End(k) | Read::Stop(k) => at + k,
+            };
+            self.buf.push_str(&text[at..upto]);
+            if self.buf.len() > self.max_block {
+                self.buf.push_str(&text[upto..]);
+                return text.len();
+            }
+            at = upto;
+            match read {
+                Read::More => return text.len(),
+                Read::ValueEnd(_) => self.value_end = self.buf.len(),
+                Read::End(_) => {
+                    self.end_section(sink);
+                    return at;
+                }
+                Read::Stop(_) => {
+                    // The whitespace and commas after the last value are text.
+                    let tail = self.buf.split_off(self.value_end);
+                    self.end_section(sink);
+                    self.emit_text(&tail, sink);
+                    return at;
+                }
+            }
+        }
+    }
+
+    /// A tracked section ended by its structure: read it as if a closing marker had ended it.
+    fn end_section<S: Sink + ?Sized>(&mut self, sink: &mut S) {
+        self.close_section(Some(b""), "", sink);
     }
 
     fn overflowed(&self) -> bool {
@@ -496,6 +588,8 @@ impl Engine {
             Action::Reasoning(set) => self.state = State::Reasoning(set),
             Action::Section(set) => {
                 self.label.clear();
+                self.track = Track::default();
+                self.value_end = 0;
                 self.state = State::Section { set };
             }
             Action::Header => self.state = State::Header,
@@ -517,7 +611,11 @@ impl Engine {
         self.open_text.push_str(HEADER_CLOSE);
         let open_text = std::mem::take(&mut self.open_text);
         match action {
-            Action::Section(set) => self.state = State::Section { set },
+            Action::Section(set) => {
+                self.track = Track::default();
+                self.value_end = 0;
+                self.state = State::Section { set };
+            }
             Action::Reasoning(set) => self.state = State::Reasoning(set),
             Action::Header | Action::Drop => self.state = State::Text,
         }
@@ -570,7 +668,8 @@ impl Engine {
     }
 
     pub(crate) fn finish<S: Sink + ?Sized>(&mut self, sink: &mut S) {
-        // The held bytes can no longer grow: a complete marker in them still counts.
+        // The held bytes can no longer grow: a complete marker in them still counts. (They are
+        // the start of a marker, which cannot end a tracked section: see `track`.)
         let mut held = std::mem::take(&mut self.held);
         // In a section, a cut-off start of its closing marker is the marker the stop sequence or
         // the token limit ate: it is not text of the section.

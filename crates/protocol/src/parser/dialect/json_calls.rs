@@ -20,11 +20,14 @@ pub(super) fn llama3(mut b: SpecBuilder) -> Spec {
 }
 
 /// mistral: `[TOOL_CALLS]` opens a section up to the next `[TOOL_CALLS]` (which opens another)
-/// or the end.
+/// or the end, or up to the end of its calls (see `engine::track`): the model writes no closing
+/// marker, so text after the calls would otherwise wait for the end of the stream.
 pub(super) fn mistral(mut b: SpecBuilder) -> Spec {
     let set = b.closers(&[("[TOOL_CALLS]", true)]);
     b.open("[TOOL_CALLS]", Action::Section(set));
-    b.build(None, mistral_section, None)
+    let mut spec = b.build(None, mistral_section, None);
+    spec.track = true;
+    spec
 }
 
 /// granite: `<|tool_call|>` (3.x) or `<tool_call>` (3.1) then a JSON array, up to the end (or

@@ -1,16 +1,19 @@
 //! The engine's side of the parser's fast lane (see `parser::lane`): its byte sets, the lane of
 //! each state, and the held-marker shortcuts the lane takes.
 
+use super::track::{structural, LaneClass};
 use super::{header_close, no_markers, Engine, State, MAX_HEADER, REPLY_SET};
 use crate::parser::lane::{Hold, Kind, Lane};
 use crate::parser::Sink;
 
-/// The lane's byte sets: text's openers, the header's end, none (a reply-start section), then one
-/// per closer set.
+/// The lane's byte sets: text's openers, the header's end, none (a reply-start section), a
+/// tracked section's string content and its other content (see `track`), then one per closer set.
 const LANE_TEXT: usize = 0;
 const LANE_HEADER: usize = 1;
 const LANE_REPLY: usize = 2;
-const LANE_CLOSERS: usize = 3;
+const LANE_TRACK_STRING: usize = 3;
+const LANE_TRACK_STRUCTURE: usize = 4;
+const LANE_CLOSERS: usize = 5;
 
 impl Engine {
     /// The parser's lane for this dialect (see `parser::lane`): one set of stopping bytes per
@@ -18,11 +21,22 @@ impl Engine {
     /// its markers: the bytes after a held `h` that show it was content.
     pub(crate) fn lane(&mut self) -> Lane {
         let sets = LANE_CLOSERS + self.spec.closers.len();
+        // The tracked sets hold and release nothing alone: every byte that may start a closer
+        // goes to the general path, which reads it with the tracker.
         let markers = |set: usize| match set {
             LANE_TEXT => &self.spec.openers,
             LANE_HEADER => header_close(),
-            LANE_REPLY => no_markers(),
+            LANE_REPLY | LANE_TRACK_STRING | LANE_TRACK_STRUCTURE => no_markers(),
             n => &self.spec.closers[n - LANE_CLOSERS].markers,
+        };
+        // A tracked section stops at its closers' first bytes (any section's, `<think>`'s set 0
+        // aside: more stops than needed only send bytes to the general path) and at the bytes its
+        // tracker reads.
+        let closer_start = |b: u8| {
+            self.spec.track
+                && self.spec.closers[1..]
+                    .iter()
+                    .any(|c| c.markers.may_start_with(b))
         };
         let mut release = Vec::new();
         for set in 0..sets {
@@ -34,7 +48,11 @@ impl Engine {
         }
         let mut lane = Lane::new(sets + release.len(), |k, b| {
             let Some(&(set, h)) = k.checked_sub(sets).and_then(|r| release.get(r)) else {
-                return markers(k).may_start_with(b);
+                return match k {
+                    LANE_TRACK_STRING => closer_start(b) || matches!(b, b'"' | b'\\'),
+                    LANE_TRACK_STRUCTURE => closer_start(b) || structural(b),
+                    _ => markers(k).may_start_with(b),
+                };
             };
             markers(set).may_start_with(b) || markers(set).starts_with_pair(h, b)
         });
@@ -77,6 +95,14 @@ impl Engine {
             State::Text if self.at_start && self.spec.start_byte.is_some() => None,
             State::Text => Some((Kind::Text, LANE_TEXT)),
             State::Header => Some((Kind::Collect { limit: MAX_HEADER }, LANE_HEADER)),
+            State::Section { .. } if self.tracking() => {
+                let limit = self.max_block;
+                match self.track.lane_class() {
+                    LaneClass::Closed => None,
+                    LaneClass::String => Some((Kind::Collect { limit }, LANE_TRACK_STRING)),
+                    LaneClass::Structure => Some((Kind::Collect { limit }, LANE_TRACK_STRUCTURE)),
+                }
+            }
             State::Section { set } => {
                 let limit = self.max_block;
                 let set = if set == REPLY_SET {
@@ -202,7 +228,21 @@ impl Engine {
             self.held_marker = Some(marker);
             return true;
         }
-        if n == 0 {
+        if n == 0 && self.tracking() && !markers.has(&[b]) {
+            // A byte of a tracked section's structure (the lane takes the rest): no marker starts
+            // or is complete at it, so the scan gives it to the tracker as content.
+            let byte = super::super::super::step::ascii(&b);
+            if self.content(byte, sink) == 0 {
+                // `b` showed that the section had ended before it: it is read as text.
+                self.push(byte, sink);
+            } else if self.overflowed() {
+                self.overflow(sink);
+            }
+            return true;
+        }
+        if n == 0 || self.tracking() {
+            // (A tracked section's held bytes go out through the general path, which reads them
+            // with its tracker.)
             return false;
         }
         // No marker can start after the held bytes' first one, and none is complete at it (the
@@ -233,6 +273,11 @@ impl Engine {
     pub(crate) fn hold_lone(&mut self, b: u8, marker: &'static [u8]) {
         self.held.push(char::from(b));
         self.held_marker = Some(marker);
+    }
+
+    /// Whether the current state is a section its structure may end (see `track`).
+    fn tracking(&self) -> bool {
+        matches!(self.state, State::Section { set } if set != REPLY_SET && self.spec.track)
     }
 
     /// Whether `more` bytes of content fit in the section or header within `limit`.
