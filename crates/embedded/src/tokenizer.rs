@@ -36,6 +36,9 @@ use crate::error::EmbeddedError;
 
 /// Qwen2's pre-tokenizer expression (from its tokenizer.json, as llama.cpp uses it).
 const QWEN2_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// Llama 3's pre-tokenizer expression (llama.cpp's `LLAMA_VOCAB_PRE_TYPE_LLAMA3`): Qwen2's, with
+/// digits in runs of up to three instead of one by one.
+const LLAMA3_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 use crate::template::{LITERAL_CLOSE, LITERAL_OPEN};
 
 use spm::{TYPE_CONTROL, TYPE_UNKNOWN, TYPE_UNUSED, TYPE_USER_DEFINED};
@@ -299,6 +302,14 @@ impl Tokenizer {
 /// and whether prompts start with BOS.
 type Parts = (Encoder, Vec<Vec<u8>>, Vec<bool>, bool);
 
+/// The split expression of a pre-tokenizer of the Qwen2/Llama 3 kind, by the file's name for it.
+fn split_of(pre: &str) -> &'static str {
+    match pre {
+        "qwen2" | "deepseek-r1-qwen" => QWEN2_SPLIT,
+        _ => LLAMA3_SPLIT,
+    }
+}
+
 /// The `gpt2` model: the `tokenizers` crate's BPE with the pre-tokenizer the file names.
 fn byte_level_bpe(
     content: &Content,
@@ -342,10 +353,13 @@ fn byte_level_bpe(
         .into(),
         // Qwen2's own split (llama.cpp's `LLAMA_VOCAB_PRE_TYPE_QWEN2`): single digits, letters
         // with one leading non-letter, punctuation runs; then bytes without the GPT-2 regex.
-        "qwen2" | "deepseek-r1-qwen" => Sequence::new(vec![
+        // Llama 3's (`…_LLAMA3`, named `llama-bpe` in its files) is the same with digits in
+        // threes.
+        "qwen2" | "deepseek-r1-qwen" | "llama3" | "llama-v3" | "llama-bpe" | "falcon3"
+        | "pixtral" => Sequence::new(vec![
             PreTokenizerWrapper::Split(
                 Split::new(
-                    SplitPattern::Regex(QWEN2_SPLIT.into()),
+                    SplitPattern::Regex(split_of(&pre).into()),
                     SplitDelimiterBehavior::Isolated,
                     false,
                 )

@@ -730,6 +730,63 @@ async fn a_tiny_qwen3_model_loads_round_trips_and_makes_a_forced_call() {
     qwen_family_loads_round_trips_and_makes_a_forced_call("qwen3").await;
 }
 
+/// A tiny Llama 3.x GGUF (`llama` with `rope_freqs`, Llama 3's control tokens, its template shape
+/// read from the file, the `llama-bpe` pre-tokenizer): the template renders with its header
+/// tokens, calls are taught and read as `llama3-json`, the tokenizer round-trips and splits digits
+/// in threes, and a forced call parses.
+#[tokio::test]
+async fn a_tiny_llama3_model_loads_round_trips_and_makes_a_forced_call() {
+    let engine = Arc::new(common::tiny_engine_of("llama3", "llama-bpe"));
+    assert_eq!(engine.weights().hparams.architecture, "llama");
+    assert!(engine.template().is_native());
+    assert_eq!(engine.template().dialect(), Dialect::Llama3Json);
+    let text = unmark(&engine.template().render(&[
+        TemplateMessage::new("system", " Be brief. "),
+        TemplateMessage::new("user", "hi"),
+        TemplateMessage::new("tool", "42"),
+    ]));
+    assert_eq!(
+        text,
+        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nToday Date: 26 Jul 2024\n\n\
+         Be brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>\
+         <|start_header_id|>ipython<|end_header_id|>\n\n42<|eot_id|>\
+         <|start_header_id|>assistant<|end_header_id|>\n\n"
+    );
+    let tok = engine.tokenizer();
+    for text in [
+        "hello world",
+        "tool_call 2024-12-31: 1234567890",
+        "Paris \"name\": é à ü — 漢字 🦀",
+        "  leading spaces\n\ttabs\r\n",
+    ] {
+        let ids = tok.encode(text).unwrap();
+        assert_eq!(tok.decode(&ids), text, "{ids:?}");
+    }
+    // Llama 3's split: digits in runs of three ("121", "212": the merge "12" applies in each),
+    // where GPT-2's would keep "121212" whole (three "12"s) and SmolLM's split every digit.
+    assert_eq!(tok.encode("121212").unwrap().len(), 4);
+    // The turn ends at `<|eot_id|>`.
+    let eot = tok.token_id("<|eot_id|>").unwrap();
+    assert!(tok.end_of_turn.contains(&eot));
+    let up = EmbeddedUpstream::new(Arc::clone(&engine), EmbeddedConfig::default());
+    let events = collect(
+        &up,
+        request(vec![common::weather_tool()], Some(ToolChoice::Required), 3),
+    )
+    .await;
+    let args: String = events
+        .iter()
+        .filter_map(|e| match e {
+            WireEvent::ToolCall(d) => d.function.as_ref()?.arguments.clone(),
+            _ => None,
+        })
+        .collect();
+    let value: Value = serde_json::from_str(&args).unwrap();
+    let validator =
+        jsonschema::validator_for(common::weather_tool().parameters.as_ref().unwrap()).unwrap();
+    assert!(validator.is_valid(&value), "{value}");
+}
+
 async fn qwen_family_loads_round_trips_and_makes_a_forced_call(arch: &str) {
     let engine = Arc::new(common::tiny_engine_of(arch, "qwen2"));
     assert_eq!(engine.weights().hparams.architecture, arch);

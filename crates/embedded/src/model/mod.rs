@@ -17,7 +17,8 @@
 //! (a small second rounding), or 4-bit blocks with the `q4_0` load target.
 //!
 //! Architectures (their choices read into [`Hparams`], in `hparams.rs`): `llama` (Llama 1/2/3,
-//! SmolLM/SmolLM2, TinyLlama, Mistral without sliding window); `qwen2` (Qwen2/Qwen2.5: biases on
+//! SmolLM/SmolLM2, TinyLlama, Mistral without sliding window; Llama 3.1's frequency scaling as
+//! the per-frequency factors its files store, `rope_freqs`); `qwen2` (Qwen2/Qwen2.5: biases on
 //! the query, key and value products, and the rotation on the two halves of a head rather than on
 //! interleaved pairs, as llama.cpp's "NEOX" rope); `qwen3` (Qwen3: no biases, but an RMS norm on
 //! every query and key head before the rotation, and a head size of its own,
@@ -80,6 +81,9 @@ struct Layer {
     /// Attends through the sliding window.
     local: bool,
 }
+
+/// Llama 3.1's per-frequency rotary factors (Llama 3.2 and later files have them too).
+const ROPE_FREQS: &str = "rope_freqs.weight";
 
 /// The weights (shared, read-only).
 pub struct Weights {
@@ -291,9 +295,14 @@ impl Weights {
             }
         }
         let out_norm = vector_of("output_norm.weight", e)?;
-        let factors = match ct.tensor_infos.contains_key(phi3_factors) {
-            true => Some(vector_of(phi3_factors, hp.rope_dim / 2)?),
-            false => None,
+        // Per-frequency rotary factors: Phi-3's long or short ones, or Llama 3.1's `rope_freqs`
+        // (its frequency scaling, worked out by the converter), as llama.cpp divides by them.
+        let factors = match [phi3_factors, ROPE_FREQS]
+            .into_iter()
+            .find(|name| ct.tensor_infos.contains_key(*name))
+        {
+            Some(name) => Some(vector_of(name, hp.rope_dim / 2)?),
+            None => None,
         };
         let mut thetas = vec![hp.theta(false, factors.as_deref())];
         if hp.local_rope_differs() {

@@ -251,11 +251,15 @@ impl RefWeights {
         // Rotary tables, one per kind of layer, computed here from the file's values rather than
         // through `Hparams::theta`: `base^(-2i/rope_dim)` over the rotated dimensions, global
         // layers divided by the linear scale, local layers (Gemma 3) with their own base and no
-        // scale, and Phi-3's per-frequency factors.
+        // scale, and Phi-3's or Llama 3.1's (`rope_freqs`) per-frequency factors.
         let half = hp.rope_dim / 2;
         let factors_name = match hp.rope_long_factors {
             true => "rope_factors_long.weight",
             false => "rope_factors_short.weight",
+        };
+        let factors_name = match ct.tensor_infos.contains_key(factors_name) {
+            true => factors_name,
+            false => "rope_freqs.weight",
         };
         let factors = match ct.tensor_infos.contains_key(factors_name) {
             true => get(factors_name)?.dequantize(&dev)?.to_vec1::<f32>()?,

@@ -90,8 +90,12 @@ fn layers_of(arch: &str) -> usize {
 /// norms and a head size of its own; `phi3`, with fused q|k|v and gate|up tensors and long-context
 /// rotary factors; `gemma`, `gemma2` and `gemma3`, with tied embeddings, GELU, wide heads, and
 /// for the last two post-norms, soft-capping (Gemma 2, caps low enough to bite) and sliding
-/// windows).
+/// windows); `llama3`, a `llama` file with Llama 3.1's per-frequency rotary factors.
 fn tiny_of(arch: &str, types: Types) -> Vec<u8> {
+    let (arch, rope_freqs) = match arch {
+        "llama3" => ("llama", true),
+        other => (other, false),
+    };
     let pick = |mixed: GgmlDType| match types {
         Types::Mixed => mixed,
         Types::Exact => GgmlDType::Q8_0,
@@ -160,6 +164,19 @@ fn tiny_of(arch: &str, types: Types) -> Vec<u8> {
     // The Gemmas tie the output to the embeddings.
     if !gemma {
         tensors.push(("output.weight".into(), random((VOCAB, E), 3, q8, 1.0)));
+    }
+    if rope_freqs {
+        // As Llama 3.1's converter writes them: 1 for the fast frequencies, up to the scaling
+        // factor (8) for the slow ones.
+        let half = E / HEADS / 2;
+        let f: Vec<f32> = (0..half)
+            .map(|i| 1.0 + 7.0 * i as f32 / (half - 1) as f32)
+            .collect();
+        let t = Tensor::from_vec(f, half, &Device::Cpu).unwrap();
+        tensors.push((
+            "rope_freqs.weight".into(),
+            QTensor::quantize(&t, GgmlDType::F32).unwrap(),
+        ));
     }
     if arch == "phi3" {
         // Factors well away from 1, different for short and long contexts.
@@ -285,6 +302,25 @@ fn the_qwen2_forward_pass_matches_the_candle_reference() {
     let prompt = [5u32, 17, 3, 44];
     let a = qwen.forward(&prompt, &mut KvCache::default()).unwrap();
     let b = llama.forward(&prompt, &mut KvCache::default()).unwrap();
+    assert!(max_diff(&a, &b) > 1e-2, "{}", max_diff(&a, &b));
+}
+
+/// Llama 3.1's `rope_freqs` are read and divide the rotary frequencies as the reference's do;
+/// without them the same weights give other logits.
+#[test]
+fn the_llama3_forward_pass_with_rope_freqs_matches_the_candle_reference() {
+    // Float weights: with 8-bit ones both paths agree to 5e-7 on every step but one, where an
+    // activation on a rounding edge of its 8-bit block goes the other way (0.02 apart).
+    let bytes = tiny_of("llama3", Types::Float);
+    matches_the_reference(&bytes);
+    let with = load_edited(&bytes, |_| {});
+    let without = load_edited(&bytes, |ct| {
+        ct.tensor_infos.remove("rope_freqs.weight");
+    });
+    // A long enough prompt that the slow frequencies turn measurably.
+    let prompt: Vec<u32> = (0..48).map(|i| (i * 7 + 3) % VOCAB as u32).collect();
+    let a = logits_of(&with, &prompt);
+    let b = logits_of(&without, &prompt);
     assert!(max_diff(&a, &b) > 1e-2, "{}", max_diff(&a, &b));
 }
 

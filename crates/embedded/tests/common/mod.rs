@@ -64,10 +64,32 @@ pub const MERGES: &[(&str, &str)] = &[
 
 pub const SPECIAL: &[&str] = &["<|endoftext|>", "<|im_start|>", "<|im_end|>"];
 
+/// Llama 3's control tokens (the begin and end of the text first, as in its files).
+pub const LLAMA3_SPECIAL: &[&str] = &[
+    "<|begin_of_text|>",
+    "<|end_of_text|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "<|python_tag|>",
+];
+
+/// The shape of Llama 3.1/3.2's template (ours, not a copy): the begin token, the date and
+/// `tools` switches with `is defined`, the system message sliced off the list and trimmed, the
+/// header tokens, tool results as `ipython` turns, and a call written as
+/// `{"name": …, "parameters": …}`.
+pub const LLAMA3_TEMPLATE: &str = "{{- bos_token }}{%- if not date_string is defined %}{%- set date_string = \"26 Jul 2024\" %}{%- endif %}{%- if not tools is defined %}{%- set tools = none %}{%- endif %}{%- if messages[0]['role'] == 'system' %}{%- set system_message = messages[0]['content']|trim %}{%- set messages = messages[1:] %}{%- else %}{%- set system_message = \"\" %}{%- endif %}{{- '<|start_header_id|>system<|end_header_id|>\n\n' }}{%- if tools is not none %}{{- 'Environment: ipython\n' }}{%- endif %}{{- 'Today Date: ' + date_string + '\n\n' }}{{- system_message }}{{- '<|eot_id|>' }}{%- for message in messages %}{%- if message.role == 'tool' or message.role == 'ipython' %}{{- '<|start_header_id|>ipython<|end_header_id|>\n\n' + message['content'] + '<|eot_id|>' }}{%- elif 'tool_calls' in message %}{{- '<|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": \"' + message.tool_calls[0].function.name + '\", \"parameters\": ' + message.tool_calls[0].function.arguments | tojson + '}<|eot_id|>' }}{%- else %}{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n' + message['content'] | trim + '<|eot_id|>' }}{%- endif %}{%- endfor %}{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{%- endif %}";
+
 /// The vocabulary: the specials, the 256 byte tokens, then one token per merge.
 pub fn vocab() -> (Vec<String>, Vec<i32>) {
-    let mut tokens: Vec<String> = SPECIAL.iter().map(|s| s.to_string()).collect();
-    let mut types = vec![3; SPECIAL.len()];
+    vocab_with(SPECIAL)
+}
+
+/// [`vocab`] with other control tokens first.
+pub fn vocab_with(special: &[&str]) -> (Vec<String>, Vec<i32>) {
+    let mut tokens: Vec<String> = special.iter().map(|s| s.to_string()).collect();
+    let mut types = vec![3; special.len()];
     for c in byte_chars() {
         tokens.push(c.to_string());
         types.push(1);
@@ -114,17 +136,28 @@ pub fn tiny_gguf() -> Vec<u8> {
 }
 
 /// A tiny model of another architecture (`qwen2`: with q/k/v biases; `qwen3`: per-head q/k
-/// norms, heads twice as wide as `N_EMBD / N_HEAD`, and Qwen3's template) and pre-tokenizer.
+/// norms, heads twice as wide as `N_EMBD / N_HEAD`, and Qwen3's template; `llama3`: a `llama`
+/// file with Llama 3's control tokens and template shape, its rotary base and per-frequency
+/// factors) and pre-tokenizer.
 pub fn tiny_gguf_of(arch: &str, pre: &str) -> Vec<u8> {
+    let (arch, llama3) = match arch {
+        "llama3" => ("llama", true),
+        other => (other, false),
+    };
     let hd = match arch {
         "qwen3" => 2 * N_EMBD / N_HEAD,
         _ => N_EMBD / N_HEAD,
     };
     let template = match arch {
         "qwen3" => QWEN3_TEMPLATE,
+        _ if llama3 => LLAMA3_TEMPLATE,
         _ => TEMPLATE,
     };
-    let (tokens, types) = vocab();
+    let (tokens, types) = vocab_with(if llama3 { LLAMA3_SPECIAL } else { SPECIAL });
+    // Llama 3's begin and end tokens are its first two; the others' are `<|endoftext|>` (0)
+    // and `<|im_start|>`/`<|im_end|>` around it.
+    let (bos, eos) = if llama3 { (0, 4) } else { (1, 2) };
+    let rope_base = if llama3 { 500_000.0 } else { 10_000.0 };
     let n_vocab = tokens.len();
     let merges: Vec<Value> = MERGES
         .iter()
@@ -142,7 +175,7 @@ pub fn tiny_gguf_of(arch: &str, pre: &str) -> Vec<u8> {
         (key("attention.key_length"), Value::U32(hd as u32)),
         (key("context_length"), Value::U32(2048)),
         (key("attention.layer_norm_rms_epsilon"), Value::F32(1e-5)),
-        (key("rope.freq_base"), Value::F32(10000.0)),
+        (key("rope.freq_base"), Value::F32(rope_base)),
     ];
     let tokenizer_md: Vec<(&str, Value)> = vec![
         ("tokenizer.ggml.model", Value::String("gpt2".into())),
@@ -156,8 +189,8 @@ pub fn tiny_gguf_of(arch: &str, pre: &str) -> Vec<u8> {
             Value::Array(types.iter().map(|t| Value::I32(*t)).collect()),
         ),
         ("tokenizer.ggml.merges", Value::Array(merges)),
-        ("tokenizer.ggml.bos_token_id", Value::U32(1)),
-        ("tokenizer.ggml.eos_token_id", Value::U32(2)),
+        ("tokenizer.ggml.bos_token_id", Value::U32(bos)),
+        ("tokenizer.ggml.eos_token_id", Value::U32(eos)),
         ("tokenizer.chat_template", Value::String(template.into())),
     ];
     md.extend(tokenizer_md.into_iter().map(|(k, v)| (k.to_owned(), v)));
@@ -169,6 +202,18 @@ pub fn tiny_gguf_of(arch: &str, pre: &str) -> Vec<u8> {
         ),
         ("output_norm.weight".into(), ones(N_EMBD)),
     ];
+    if llama3 {
+        // Llama 3.1's factors: 1 for the fast frequencies up to 8 for the slow ones.
+        let half = hd / 2;
+        let f: Vec<f32> = (0..half)
+            .map(|i| 1.0 + 7.0 * i as f32 / (half - 1) as f32)
+            .collect();
+        let t = Tensor::from_vec(f, half, &Device::Cpu).unwrap();
+        tensors.push((
+            "rope_freqs.weight".into(),
+            QTensor::quantize(&t, GgmlDType::F32).unwrap(),
+        ));
+    }
     let qd = N_HEAD * hd;
     for l in 0..N_LAYER {
         let s = 100 * (l as u64 + 1);
