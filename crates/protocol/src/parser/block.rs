@@ -4,7 +4,7 @@ use super::json::Feed;
 use super::json::Member;
 use super::shape::{array_elements, judge_members, judge_object};
 use super::{agrees, match_prefix, Match, Parser, Sink, State, MAX_TAG_SPACE, OPEN_CALL, OPEN_USE};
-use super::{DialectProblem, ErrorKind, ParseError, ParseProblem};
+use super::{DialectProblem, ErrorKind, JsonSyntax, ParseError, ParseProblem};
 
 const CLOSE_CALL: &[u8] = b"</tool_call>";
 const CLOSE_USE: &[u8] = b"</tool_use>";
@@ -78,9 +78,46 @@ impl Block {
     pub(super) fn in_value(&self) -> bool {
         self.phase == Phase::Value
     }
+
+    /// The value hit a syntax error at `found`, after the bytes of `buf` (the block so far).
+    fn break_at(&mut self, buf: &str, problem: JsonSyntax, found: char) {
+        let position = buf.get(self.value_start..).map_or(0, |v| v.chars().count());
+        self.broken = Some(ParseProblem::Syntax {
+            problem,
+            position,
+            found,
+        });
+        self.phase = Phase::Broken;
+    }
 }
 
 impl Parser {
+    /// Has the JSON scanner read the bytes the lane appended to the value ([`Kind::Json`]), as
+    /// `block_step` would have read them as they came: before anything else reads the block.
+    /// None of them can end the value (the lane stops at closing brackets), and after a syntax
+    /// error among them the rest is block content that only a `<` (where the lane stops too)
+    /// would change.
+    ///
+    /// [`Kind::Json`]: super::lane::Kind::Json
+    #[inline(always)]
+    pub(super) fn settle_json(&mut self) {
+        if self.json_pending != 0 {
+            self.settle_json_now();
+        }
+    }
+
+    #[inline(never)]
+    fn settle_json_now(&mut self) {
+        let from = self.buf.len() - std::mem::take(&mut self.json_pending);
+        let State::Block(block) = &mut self.state else {
+            return;
+        };
+        if let Feed::Error(at, reason) = self.scanner.feed(&self.buf.as_bytes()[from..]) {
+            let (before, after) = self.buf.split_at(from + at);
+            block.break_at(before, reason, after.chars().next().unwrap_or('\u{FFFD}'));
+        }
+    }
+
     /// Starts a block whose open tag and whitespace are already in `buf`; the next byte is `{`/`[`.
     pub(super) fn start_block<S: Sink + ?Sized>(&mut self, _sink: &mut S) {
         self.scanner.reset();
@@ -222,12 +259,7 @@ impl Parser {
                     Feed::Error(at, reason) => {
                         self.buf.push_str(&rest[..at]);
                         let found = rest[at..].chars().next().unwrap_or('\u{FFFD}');
-                        block.broken = Some(ParseProblem::Syntax {
-                            problem: reason,
-                            position: self.buf[block.value_start..].chars().count(),
-                            found,
-                        });
-                        block.phase = Phase::Broken;
+                        block.break_at(&self.buf, reason, found);
                         i + at
                     }
                 }
@@ -526,6 +558,35 @@ mod tests {
             .to_string()
             .contains("larger than 64 bytes"));
         assert_eq!(out.text, big);
+    }
+
+    /// The lane appends a value's bytes for the scanner to read later: a syntax error among them
+    /// is found where it is (the same error, position and found character), whatever follows it
+    /// before the scanner reads them (more content, a closing bracket, a tag, the block's limit,
+    /// the end of the stream).
+    #[test]
+    fn a_syntax_error_read_late_is_the_same_a_byte_at_a_time() {
+        let texts = [
+            "<tool_call>{\"name\": \"f\", \"arguments\" {\"é\": 1}}</tool_call> tail",
+            "<tool_call>{\"name\": \"f\" \"x\": [1 2]] <tool_call>{\"name\": \"f\"}</tool_call>",
+            "<tool_call>{\"a\": tru é</tool_call>",
+            "<tool_call>{\"a\": 1 ",
+        ];
+        for text in texts {
+            for max_block_bytes in 1..text.len() + 2 {
+                let cfg = ParserConfig {
+                    max_block_bytes,
+                    ..ParserConfig::default()
+                };
+                let mut out = crate::response::ModelResponse::default();
+                let mut p = super::super::Parser::new(cfg.clone());
+                for b in text.as_bytes() {
+                    p.push_bytes(std::slice::from_ref(b), &mut out);
+                }
+                p.finish(&mut out);
+                assert_eq!(out, parse(text, &cfg), "{text} limit {max_block_bytes}");
+            }
+        }
     }
 
     /// The one-byte lane reads a value with the scanner and stops at the block's limit: wherever

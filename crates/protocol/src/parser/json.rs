@@ -80,7 +80,7 @@ impl Num {
 pub(crate) const MAX_DEPTH: usize = 128;
 
 /// Bytes that end a run of plain string content.
-pub(crate) static STRING_SPECIAL: [bool; 256] = {
+static STRING_SPECIAL: [bool; 256] = {
     let mut t = [false; 256];
     let mut i = 0;
     while i < 0x20 {
@@ -161,19 +161,6 @@ impl Scanner {
             self.current.value.1 = end;
             self.members.push(self.current);
         }
-    }
-
-    /// Whether the scanner is inside a string, where any byte but [`STRING_SPECIAL`]s is plain
-    /// content (see [`Scanner::skip`]).
-    pub(crate) fn in_string(&self) -> bool {
-        matches!(self.state, State::Str { .. })
-    }
-
-    /// Feeds `n` bytes of plain string content (none of them a [`STRING_SPECIAL`]) while
-    /// [`Scanner::in_string`]: what [`Scanner::feed`] does with them, without the scan.
-    #[inline]
-    pub(crate) fn skip(&mut self, n: usize) {
-        self.base += n;
     }
 
     /// Feeds the next bytes of the value.

@@ -13,10 +13,11 @@
 //! pieces: a byte that starts a marker is held ([`Lane::holds`]; a dialect's is kept in the lane
 //! itself, see `lone`), the next byte of a marker that stays incomplete is added to the held bytes
 //! directly ([`Lane::expect`]), and a character's bytes are collected with the lane suspended
-//! until it is complete.
+//! until it is complete. In hermes's mid-line text a newline and a backtick are taken too
+//! ([`Parser::lane_newline`], [`Parser::lane_tick`]), and a call block's JSON value is appended
+//! for the scanner to read in one go when a byte that may end it comes ([`Kind::Json`]).
 
-use super::json::{Feed, STRING_SPECIAL};
-use super::{same_bytes, utf8, Parser, Sink, State};
+use super::{same_bytes, utf8, Parser, Sink, State, OPEN_CALL};
 
 mod lone;
 
@@ -44,8 +45,9 @@ pub(crate) enum Kind {
     /// Appended to the engine's section or header buffer, while it stays within `limit` bytes.
     Collect { limit: usize },
     /// A hermes call block's JSON value: appended to the block, while it stays within `limit`
-    /// bytes, and read by the JSON scanner (plain string content is skipped, as the scanner
-    /// would); the byte that ends the value or breaks it goes on to the block's general handling.
+    /// bytes, for the JSON scanner to read later ([`Parser::settle_json`]): only a closing bracket
+    /// can end the value and only a `<` matters after a syntax error, and the lane stops at
+    /// those.
     Json { limit: usize },
 }
 
@@ -76,6 +78,9 @@ pub(crate) struct Lane {
 struct Gate {
     /// The current state's bit, or 0 when the lane is closed.
     mask: u32,
+    /// `mask` when the lane's bytes are visible text ([`Kind::Text`]), else 0: plain text, most of
+    /// every stream, goes out without the dispatch on the kind.
+    text: u32,
     /// While a marker is arriving in pieces (the lane closed): the byte that continues it and
     /// leaves it still incomplete, or [`NO_BYTE`].
     want: u16,
@@ -87,14 +92,19 @@ struct Gate {
     /// A byte that ends a line of hermes's mid-line text (see [`Parser::lane_newline`]), or
     /// [`NO_BYTE`].
     newline: u16,
+    /// A backtick that opens or closes an inline code span in hermes's mid-line text (see
+    /// [`Parser::lane_tick`]), or [`NO_BYTE`].
+    tick: u16,
 }
 
 const CLOSED: Gate = Gate {
     mask: 0,
+    text: 0,
     want: NO_BYTE,
     release: 0,
     reopen: 0,
     newline: NO_BYTE,
+    tick: NO_BYTE,
 };
 
 /// No byte is wanted.
@@ -141,6 +151,12 @@ impl Lane {
         self.table[usize::from(b)] & self.gate.mask != 0
     }
 
+    /// Whether a lone ASCII byte `b` takes the lane as visible text ([`Kind::Text`]).
+    #[inline(always)]
+    pub(crate) fn takes_text_byte(&self, b: u8) -> bool {
+        self.table[usize::from(b)] & self.gate.text != 0
+    }
+
     /// Marks the bytes `b` that set `k < sets` holds alone, `holds(k, b)` (see [`Lane::holds`]).
     pub(crate) fn set_holds(&mut self, sets: usize, holds: impl Fn(usize, u8) -> bool) {
         for (b, slot) in (0..=u8::MAX).zip(self.hold.iter_mut()) {
@@ -168,10 +184,17 @@ impl Lane {
     }
 
     /// Opens the lane for hermes's mid-line text, with a newline taken by
-    /// [`Parser::lane_newline`].
+    /// [`Parser::lane_newline`] and a backtick by [`Parser::lane_tick`].
     fn open_text_line(&mut self) {
         self.open(Kind::Text, HERMES_TEXT);
         self.gate.newline = u16::from(b'\n');
+        self.gate.tick = u16::from(b'`');
+    }
+
+    /// Whether `b` is a backtick that [`Parser::lane_tick`] takes.
+    #[inline(always)]
+    pub(crate) fn ticks(&self, b: u8) -> bool {
+        u16::from(b) == self.gate.tick
     }
 
     /// Whether `b` is the byte that continues a held marker (see [`Lane::expect`]).
@@ -249,8 +272,18 @@ impl Lane {
     pub(crate) fn reopen(&mut self) {
         self.gate = Gate {
             mask: self.gate.reopen,
+            text: self.text_mask(self.gate.reopen),
             ..CLOSED
         };
+    }
+
+    /// [`Gate::text`] for `mask` and the current kind.
+    fn text_mask(&self, mask: u32) -> u32 {
+        if self.kind == Kind::Text {
+            mask
+        } else {
+            0
+        }
     }
 
     /// Closes the lane until [`Lane::resume`], which opens it as it was unless it was closed or
@@ -271,6 +304,7 @@ impl Lane {
         self.kind = kind;
         self.gate = Gate {
             mask: bit(set),
+            text: self.text_mask(bit(set)),
             ..CLOSED
         };
         self.suspended = CLOSED;
@@ -280,7 +314,8 @@ impl Lane {
 /// Hermes's byte sets (see [`Parser::set_lane`]): mid-line text stops at what may open a marker,
 /// a fence or a code span and at a newline (which changes the line state); text at the start of a
 /// line also at blanks (which it counts); an inline code span's content at a backtick or a
-/// newline; a call block's JSON value at nothing (the scanner reads its structure).
+/// newline; a call block's JSON value at what may end it or, once broken, the block (its
+/// structure is read later, see [`Kind::Json`]).
 /// After a held `<`, mid-line text that continues no open marker releases it.
 const HERMES_TEXT: usize = 0;
 const HERMES_LINE_START: usize = 1;
@@ -295,7 +330,7 @@ pub(super) fn hermes(open_markers: &[&[u8]]) -> Lane {
         HERMES_TEXT => text_stops(b),
         HERMES_LINE_START => matches!(b, b'<' | b'`' | b' ' | b'\t' | b'\r' | b'\n'),
         HERMES_SPAN => matches!(b, b'`' | b'\n'),
-        HERMES_JSON => false,
+        HERMES_JSON => matches!(b, b'}' | b']' | b'<'),
         _ => text_stops(b) || open_markers.iter().any(|m| m.get(1) == Some(&b)),
     });
     // Text holds a `<`, which every open marker starts with (`text_byte`).
@@ -311,6 +346,10 @@ impl Parser {
     #[inline(always)]
     pub(super) fn lane_byte<S: Sink + ?Sized>(&mut self, b: u8, sink: &mut S) -> bool {
         if b.is_ascii() {
+            if self.lane.takes_text_byte(b) {
+                sink.text(char::from(b).encode_utf8(&mut [0; 4]));
+                return true;
+            }
             if self.lane.takes_byte(b) {
                 return self.lane_char(char::from(b), sink);
             }
@@ -320,6 +359,9 @@ impl Parser {
             if self.lane.ends_line(b) {
                 self.lane_newline(sink);
                 return true;
+            }
+            if self.lane.ticks(b) {
+                return self.lane_tick(sink);
             }
             if self.lane.wants(b) {
                 return self.extend_held(b);
@@ -364,11 +406,8 @@ impl Parser {
                 if self.buf.len() + text.len() > limit {
                     return false;
                 }
-                if !(self.scanner.in_string() && text.bytes().all(plain_string_byte)) {
-                    return self.json_feed(text, sink);
-                }
                 self.buf.push_str(text);
-                self.scanner.skip(text.len());
+                self.json_pending += text.len();
             }
         }
         true
@@ -395,26 +434,8 @@ impl Parser {
                 if self.buf.len() + c.len_utf8() > limit {
                     return false;
                 }
-                if !(self.scanner.in_string() && c.is_ascii() && plain_string_byte(c as u8)) {
-                    return self.json_feed(c.encode_utf8(&mut [0; 4]), sink);
-                }
                 self.buf.push(c);
-                self.scanner.skip(1);
-            }
-        }
-        true
-    }
-
-    /// Bytes of a JSON value that the scanner reads (structure, or string content it does not
-    /// skip): what `block_step` does with them, within the block's limit (checked).
-    #[inline(never)]
-    fn json_feed<S: Sink + ?Sized>(&mut self, text: &str, sink: &mut S) -> bool {
-        match self.scanner.feed(text.as_bytes()) {
-            Feed::NeedMore => self.buf.push_str(text),
-            fed => {
-                let next = self.block_general(text, 0, Some(fed), sink);
-                self.run(text, next, sink);
-                self.set_lane();
+                self.json_pending += c.len_utf8();
             }
         }
         true
@@ -427,6 +448,34 @@ impl Parser {
         self.line = Some(0);
         self.lane.open(Kind::LineStart, HERMES_LINE_START);
         sink.text("\n");
+    }
+
+    /// A backtick in hermes's mid-line text or in an inline code span's content (the lane opens
+    /// for it only there, see [`Lane::open_text_line`] and [`Parser::span_lane`]): what
+    /// `text_byte` and `span_byte` do with it (mid-line, `emit_text` only sends it) and the lane
+    /// `run_lane` then opens. False, with nothing changed, in another state.
+    #[inline(never)]
+    fn lane_tick<S: Sink + ?Sized>(&mut self, sink: &mut S) -> bool {
+        match self.state {
+            // A run starts; content after it opens a span.
+            State::Text => {
+                self.state = State::Ticks { run: 1 };
+                self.lane.open(Kind::SpanOpen { ticks: 1 }, HERMES_SPAN);
+            }
+            // A run in a span starts; content after it ends the span if the run is as long as
+            // the opening one.
+            State::CodeSpan { ticks, run: 0 } => {
+                self.state = State::CodeSpan { ticks, run: 1 };
+                if ticks == 1 {
+                    self.lane.open(Kind::SpanClose, HERMES_TEXT);
+                } else {
+                    self.lane.close();
+                }
+            }
+            _ => return false,
+        }
+        sink.text("`");
+        true
     }
 
     /// Text that begins a line with something visible (no blank, so `emit_text` would end the
@@ -480,7 +529,10 @@ impl Parser {
                 self.line = None;
                 self.seen_visible = true;
                 self.lane.open_text_line();
-                std::mem::take(&mut self.held)
+                sink.text(&self.held);
+                sink.text(char::from(b).encode_utf8(&mut [0; 4]));
+                self.held.clear();
+                return true;
             }
         };
         // Both succeed: `take_held` checked a section's limit for the held byte and `b`, and text
@@ -585,7 +637,8 @@ impl Parser {
     /// there) the span's content passes without moving the line state.
     pub(super) fn span_lane(&mut self) {
         if self.line.is_none() && self.seen_visible {
-            self.lane.open(Kind::Text, HERMES_SPAN)
+            self.lane.open(Kind::Text, HERMES_SPAN);
+            self.lane.gate.tick = u16::from(b'`');
         } else {
             self.lane.close()
         }
@@ -609,8 +662,11 @@ impl Parser {
 
     /// The lane of [`State::TextTag`] holding a lone `<`: the next byte of the first open marker
     /// is held too, and plain text releases the `<` (emitted, it ends any line start).
+    /// `marker_lane` with `held` = `<`, without its search: `<tool_call>` is the first open marker
+    /// with or without `<think>`, and no marker is two bytes long.
     pub(super) fn lt_lane(&mut self) {
-        self.marker_lane(Some((Kind::Text, HERMES_AFTER_LT, HERMES_TEXT)));
+        let release = Some((Kind::Text, HERMES_AFTER_LT, HERMES_TEXT));
+        self.lane.expect_along(OPEN_CALL, 1, release);
     }
 
     /// Opens the lane for the current state, or closes it. Called after every change of state the
@@ -640,15 +696,23 @@ impl Parser {
     }
 }
 
-/// A byte of string content that the JSON scanner skips (no end, escape or control character).
-#[inline(always)]
-fn plain_string_byte(b: u8) -> bool {
-    !STRING_SPECIAL[usize::from(b)]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `lt_lane` is `marker_lane` for a held `<`, with and without `<think>`.
+    #[test]
+    fn a_held_lt_wants_the_first_open_marker() {
+        for think in [true, false] {
+            let mut p = Parser::new(crate::parser::ParserConfig {
+                think,
+                ..Default::default()
+            });
+            p.held.push('<');
+            p.state = State::TextTag;
+            assert_eq!(p.held_marker(), Some(OPEN_CALL));
+        }
+    }
     #[test]
     fn a_lane_takes_only_what_its_set_lets_through() {
         let mut lane = Lane::new(40, |set, b| b == b'<' || (set == 1 && b == b'x'));

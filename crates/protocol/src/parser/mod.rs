@@ -204,6 +204,9 @@ pub struct Parser {
     dialect: Option<Box<dialect::engine::Engine>>,
     /// What a push of plain bytes does in the current state, without the state machine.
     lane: Lane,
+    /// How many bytes at the end of `buf` (a call block's JSON value) the lane appended that the
+    /// JSON scanner has not read yet (see [`Parser::settle_json`]).
+    json_pending: usize,
 }
 
 impl Parser {
@@ -234,6 +237,7 @@ impl Parser {
             next_index: 0,
             utf8: utf8::Carry::default(),
             lane,
+            json_pending: 0,
         };
         parser.set_lane();
         parser
@@ -274,6 +278,7 @@ impl Parser {
     #[inline(never)]
     fn push_general<S: Sink + ?Sized>(&mut self, chunk: &str, sink: &mut S) {
         self.settle_lone();
+        self.settle_json();
         if let Some(engine) = self.dialect.as_deref_mut() {
             // Only the held bytes grow, a one-byte step, or the engine's general path.
             let stepped = match *chunk.as_bytes() {
@@ -333,6 +338,7 @@ impl Parser {
 
     fn finish_states<S: Sink + ?Sized>(&mut self, sink: &mut S) {
         self.settle_lone();
+        self.settle_json();
         if self.utf8.pending() {
             self.utf8 = utf8::Carry::default();
             self.push("\u{FFFD}", sink);

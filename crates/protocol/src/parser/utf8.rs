@@ -21,49 +21,68 @@ pub(super) enum Byte {
     Other,
 }
 
+/// A lead byte's character width (0: not the lead byte of a multi-byte character) and the range
+/// of the character's second byte.
+#[inline]
+fn lead(b: u8) -> (u8, u8, u8) {
+    LEADS[usize::from(b)]
+}
+
+static LEADS: [(u8, u8, u8); 256] = {
+    let mut t = [(0, 0, 0); 256];
+    let mut b = 0xC2;
+    while b <= 0xF4 {
+        t[b] = match b {
+            0xC2..=0xDF => (2, 0x80, 0xBF),
+            0xE0 => (3, 0xA0, 0xBF),
+            0xED => (3, 0x80, 0x9F),
+            0xE1..=0xEF => (3, 0x80, 0xBF),
+            0xF0 => (4, 0x90, 0xBF),
+            0xF4 => (4, 0x80, 0x8F),
+            _ => (4, 0x80, 0xBF),
+        };
+        b += 1;
+    }
+    t
+};
+
 impl Carry {
     pub(super) fn pending(&self) -> bool {
         self.len > 0
     }
 
     /// The common case of byte input, without a general decode: one byte of a valid multi-byte
-    /// character.
+    /// character. Straight-line code per byte (a table gives a lead byte's width and the range of
+    /// the next byte): a byte at a time, characters come up every few words of prose.
     #[inline]
     pub(super) fn push_byte(&mut self, b: u8) -> Byte {
         let len = usize::from(self.len);
-        let Some(&lead) = self.bytes.first().filter(|_| len > 0) else {
-            if (0xC2..=0xF4).contains(&b) {
-                self.bytes[0] = b;
-                self.len = 1;
-                return Byte::Started;
-            }
-            return Byte::Other;
-        };
+        if len == 0 {
+            return self.start(b);
+        }
+        let lead_byte = self.bytes[0];
+        let (width, lo, hi) = lead(lead_byte);
         // The second byte's range excludes overlong forms, surrogates and values past U+10FFFF.
-        let range = match (len, lead) {
-            (1, 0xE0) => 0xA0..=0xBF,
-            (1, 0xED) => 0x80..=0x9F,
-            (1, 0xF0) => 0x90..=0xBF,
-            (1, 0xF4) => 0x80..=0x8F,
-            _ => 0x80..=0xBF,
-        };
-        if !range.contains(&b) {
+        let (lo, hi) = if len == 1 { (lo, hi) } else { (0x80, 0xBF) };
+        if b < lo || b > hi {
             return Byte::Other;
         }
-        let width = match lead {
-            0xC2..=0xDF => 2,
-            0xE0..=0xEF => 3,
-            _ => 4,
-        };
-        if len + 1 < width {
+        if len + 1 < usize::from(width) {
             self.bytes[len] = b;
             self.len += 1;
             return Byte::More;
         }
-        let mut code = u32::from(lead & (0x7F >> width));
-        for &c in self.bytes[1..len].iter().chain([&b]) {
-            code = (code << 6) | u32::from(c & 0x3F);
-        }
+        let tail = |c: u8| u32::from(c & 0x3F);
+        let code = match width {
+            2 => (u32::from(lead_byte & 0x1F) << 6) | tail(b),
+            3 => (u32::from(lead_byte & 0x0F) << 12) | (tail(self.bytes[1]) << 6) | tail(b),
+            _ => {
+                (u32::from(lead_byte & 0x07) << 18)
+                    | (tail(self.bytes[1]) << 12)
+                    | (tail(self.bytes[2]) << 6)
+                    | tail(b)
+            }
+        };
         match char::from_u32(code) {
             Some(c) => {
                 self.len = 0;
@@ -71,6 +90,17 @@ impl Carry {
             }
             None => Byte::Other,
         }
+    }
+
+    /// A byte with nothing carried: a lead byte starts a character.
+    #[inline]
+    fn start(&mut self, b: u8) -> Byte {
+        if lead(b).0 == 0 {
+            return Byte::Other;
+        }
+        self.bytes[0] = b;
+        self.len = 1;
+        Byte::Started
     }
 
     /// Decodes `input` after the carried bytes, handing complete text to `out`. Invalid bytes
