@@ -69,8 +69,10 @@ pub(crate) struct Lane {
     kind: Kind,
     /// A dialect's byte held alone in the lane (or [`NO_BYTE`]) and its marker (see `lone`).
     lone: (u16, &'static [u8]),
-    /// What holding each byte alone sets up (see `lone`).
-    lone_holds: Vec<Hold>,
+    /// What holding each byte alone sets up, by byte (see `lone`).
+    lone_holds: Vec<lone::Ready>,
+    /// Per byte, where its first entry in `lone_holds` is.
+    lone_first: [u16; 256],
 }
 
 /// What the lane lets through.
@@ -141,6 +143,7 @@ impl Lane {
             kind: Kind::Text,
             lone: (NO_BYTE, &[]),
             lone_holds: Vec::new(),
+            lone_first: [u16::MAX; 256],
         }
     }
 

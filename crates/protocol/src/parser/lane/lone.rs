@@ -9,7 +9,7 @@
 //! before anything else reads the engine's held bytes: the general path, a wanted byte, the end
 //! of the stream.
 
-use super::{Kind, Lane, Parser, Sink, NO_BYTE};
+use super::{bit, Gate, Kind, Lane, Parser, Sink, CLOSED, NO_BYTE};
 
 /// What holding a byte alone sets up, for one byte set and first byte.
 #[derive(Clone, Copy, Debug)]
@@ -23,27 +23,69 @@ pub(crate) struct Hold {
     pub release: Option<usize>,
 }
 
+/// A [`Hold`] ready to use: the gate it opens (see [`Lane::hold_lone`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Ready {
+    set: usize,
+    byte: u8,
+    marker: &'static [u8],
+    gate: Gate,
+}
+
 impl Lane {
-    /// The holds [`Lane::hold_lone`] knows.
-    pub(crate) fn set_lone_holds(&mut self, holds: Vec<Hold>) {
-        self.lone_holds = holds;
+    /// The holds [`Lane::hold_lone`] knows, with the gate each sets up (what `expect_along` sets
+    /// up for the marker's second byte), by first byte.
+    pub(crate) fn set_lone_holds(&mut self, mut holds: Vec<Hold>) {
+        holds.sort_by_key(|h| h.byte);
+        self.lone_holds = holds
+            .iter()
+            .map(|h| {
+                let want = h
+                    .marker
+                    .get(1)
+                    .copied()
+                    .filter(|b| b.is_ascii() && h.marker.len() > 2);
+                let gate = Gate {
+                    want: want.map_or(NO_BYTE, u16::from),
+                    release: h.release.map_or(0, bit),
+                    reopen: h.release.map_or(0, |_| bit(h.set)),
+                    ..CLOSED
+                };
+                Ready {
+                    set: h.set,
+                    byte: h.byte,
+                    marker: h.marker,
+                    gate,
+                }
+            })
+            .collect();
+        self.lone_first = [u16::MAX; 256];
+        for (i, h) in self.lone_holds.iter().enumerate().rev() {
+            self.lone_first[usize::from(h.byte)] = u16::try_from(i).unwrap_or(u16::MAX);
+        }
     }
 
     /// Holds `b` alone in the lane, if the current set has a hold for it, and sets the lane up as
     /// the engine's `set_lane` would with `b` held: the marker's next byte is wanted, and the
-    /// release set releases it.
+    /// release set releases it (the kind stays).
     pub(crate) fn hold_lone(&mut self, b: u8) -> bool {
         let set = self.gate.mask.trailing_zeros() as usize;
+        let first = usize::from(self.lone_first[usize::from(b)]);
         let Some(hold) = self
             .lone_holds
-            .iter()
-            .find(|h| h.set == set && h.byte == b)
+            .get(first..)
+            .and_then(|rest| {
+                rest.iter()
+                    .take_while(|h| h.byte == b)
+                    .find(|h| h.set == set)
+            })
             .copied()
         else {
             return false;
         };
-        let kind = self.kind;
-        self.expect_along(hold.marker, 1, hold.release.map(|r| (kind, r, set)));
+        self.cursor = (hold.marker, 1);
+        self.gate = hold.gate;
+        self.suspended = CLOSED;
         self.lone = (u16::from(b), hold.marker);
         true
     }
@@ -95,7 +137,12 @@ impl Parser {
             return false;
         }
         self.lane.reopen();
-        // Both succeed: the room was checked, and text and reasoning have no limit.
+        if kind == Kind::Text {
+            sink.text(char::from(held).encode_utf8(&mut [0; 4]));
+            sink.text(char::from(b).encode_utf8(&mut [0; 4]));
+            return true;
+        }
+        // Both succeed: the room was checked, and reasoning has no limit.
         if self.lane_char(char::from(held), sink) {
             self.lane_char(char::from(b), sink);
         }
