@@ -753,6 +753,18 @@ async fn a_tiny_llama3_model_loads_round_trips_and_makes_a_forced_call() {
          <|start_header_id|>assistant<|end_header_id|>\n\n"
     );
     let tok = engine.tokenizer();
+    round_trips(tok);
+    // Llama 3's split: digits in runs of three ("121", "212": the merge "12" applies in each),
+    // where GPT-2's would keep "121212" whole (three "12"s) and SmolLM's split every digit.
+    assert_eq!(tok.encode("121212").unwrap().len(), 4);
+    // The turn ends at `<|eot_id|>`.
+    let eot = tok.token_id("<|eot_id|>").unwrap();
+    assert!(tok.end_of_turn.contains(&eot));
+    a_forced_weather_call_is_valid(&engine).await;
+}
+
+/// The tokenizer gives back four mixed texts (digits, quotes, accents, CJK, emoji, blanks).
+fn round_trips(tok: &toolbridge_embedded::tokenizer::Tokenizer) {
     for text in [
         "hello world",
         "tool_call 2024-12-31: 1234567890",
@@ -762,13 +774,11 @@ async fn a_tiny_llama3_model_loads_round_trips_and_makes_a_forced_call() {
         let ids = tok.encode(text).unwrap();
         assert_eq!(tok.decode(&ids), text, "{ids:?}");
     }
-    // Llama 3's split: digits in runs of three ("121", "212": the merge "12" applies in each),
-    // where GPT-2's would keep "121212" whole (three "12"s) and SmolLM's split every digit.
-    assert_eq!(tok.encode("121212").unwrap().len(), 4);
-    // The turn ends at `<|eot_id|>`.
-    let eot = tok.token_id("<|eot_id|>").unwrap();
-    assert!(tok.end_of_turn.contains(&eot));
-    let up = EmbeddedUpstream::new(Arc::clone(&engine), EmbeddedConfig::default());
+}
+
+/// A forced call to the weather tool comes out as a native call whose arguments match its schema.
+async fn a_forced_weather_call_is_valid(engine: &Arc<Engine>) {
+    let up = EmbeddedUpstream::new(Arc::clone(engine), EmbeddedConfig::default());
     let events = collect(
         &up,
         request(vec![common::weather_tool()], Some(ToolChoice::Required), 3),
@@ -792,35 +802,11 @@ async fn qwen_family_loads_round_trips_and_makes_a_forced_call(arch: &str) {
     assert_eq!(engine.weights().hparams.architecture, arch);
     assert!(engine.template().is_native());
     let tok = engine.tokenizer();
-    for text in [
-        "hello world",
-        "tool_call 2024-12-31: 1234567890",
-        "Paris \"name\": é à ü — 漢字 🦀",
-        "  leading spaces\n\ttabs\r\n",
-    ] {
-        let ids = tok.encode(text).unwrap();
-        assert_eq!(tok.decode(&ids), text, "{ids:?}");
-    }
+    round_trips(tok);
     // Qwen2's split: digits one by one, a letter run keeps one leading non-letter.
     assert_eq!(tok.encode("2024").unwrap().len(), 4);
     assert_eq!(tok.encode("hello").unwrap().len(), 1);
-    let up = EmbeddedUpstream::new(Arc::clone(&engine), EmbeddedConfig::default());
-    let events = collect(
-        &up,
-        request(vec![common::weather_tool()], Some(ToolChoice::Required), 3),
-    )
-    .await;
-    let args: String = events
-        .iter()
-        .filter_map(|e| match e {
-            WireEvent::ToolCall(d) => d.function.as_ref()?.arguments.clone(),
-            _ => None,
-        })
-        .collect();
-    let value: Value = serde_json::from_str(&args).unwrap();
-    let validator =
-        jsonschema::validator_for(common::weather_tool().parameters.as_ref().unwrap()).unwrap();
-    assert!(validator.is_valid(&value), "{value}");
+    a_forced_weather_call_is_valid(&engine).await;
 }
 
 /// In every dialect the model is taught its dialect's call format, a forced call is generated in

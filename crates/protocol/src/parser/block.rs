@@ -573,19 +573,7 @@ mod tests {
             "<tool_call>{\"a\": 1 ",
         ];
         for text in texts {
-            for max_block_bytes in 1..text.len() + 2 {
-                let cfg = ParserConfig {
-                    max_block_bytes,
-                    ..ParserConfig::default()
-                };
-                let mut out = crate::response::ModelResponse::default();
-                let mut p = super::super::Parser::new(cfg.clone());
-                for b in text.as_bytes() {
-                    p.push_bytes(std::slice::from_ref(b), &mut out);
-                }
-                p.finish(&mut out);
-                assert_eq!(out, parse(text, &cfg), "{text} limit {max_block_bytes}");
-            }
+            bytewise_is_whole_at_every_limit(text);
         }
     }
 
@@ -595,6 +583,11 @@ mod tests {
     #[test]
     fn the_limit_holds_a_byte_at_a_time() {
         let text = "a\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": \"é\\\"b\", \"n\": [1, 2.5]}}\n</tool_call>\ntail";
+        bytewise_is_whole_at_every_limit(text);
+    }
+
+    /// `text` fed a byte at a time gives what the whole text gives, at every block limit.
+    fn bytewise_is_whole_at_every_limit(text: &str) {
         for max_block_bytes in 1..text.len() + 2 {
             let cfg = ParserConfig {
                 max_block_bytes,
@@ -606,7 +599,7 @@ mod tests {
                 p.push_bytes(std::slice::from_ref(b), &mut out);
             }
             p.finish(&mut out);
-            assert_eq!(out, parse(text, &cfg), "limit {max_block_bytes}");
+            assert_eq!(out, parse(text, &cfg), "{text} limit {max_block_bytes}");
         }
     }
 }
