@@ -50,6 +50,19 @@ pub enum AutoStrategy {
     Mutual { bias: f32, pick: Pick },
 }
 
+impl AutoStrategy {
+    /// How the strategy picks among several tools: its `pick`, `None` for `free` and
+    /// `call_then_answer` (the grammar's choice).
+    pub fn pick(&self) -> Option<Pick> {
+        match *self {
+            AutoStrategy::Free | AutoStrategy::CallThenAnswer => None,
+            AutoStrategy::Route { pick, .. }
+            | AutoStrategy::Relevance { pick, .. }
+            | AutoStrategy::Mutual { pick, .. } => Some(pick),
+        }
+    }
+}
+
 impl Default for AutoStrategy {
     fn default() -> Self {
         AutoStrategy::Mutual {

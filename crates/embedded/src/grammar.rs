@@ -317,6 +317,51 @@ mod tests {
     }
 
     #[test]
+    fn a_grounded_call_writes_what_the_message_names_and_its_lists() {
+        let f = factory();
+        let tool = ToolSpec::new(
+            "t_test",
+            "",
+            json!({"type": "object", "properties": {
+                "group_a": {"type": "array", "items": {"type": "integer"}},
+                "alpha": {"type": "number"},
+                "equal_variance": {"type": "boolean"},
+                "tail": {"type": "string", "enum": ["one", "two"]}
+            }, "required": ["group_a"]}),
+        );
+        let g = Grounding::from_message(
+            "Compare [3, 4, 5] with [7, 8] at alpha 0.05, two tail, not assuming equal variance",
+        );
+        let call = build_forced_call(
+            Dialect::Hermes,
+            &[&tool],
+            &Limits::default(),
+            Some(&g),
+            &|g| compiles(&f, g),
+        );
+        assert!(call.relaxed.is_empty(), "{:?}", call.relaxed);
+        let with = |args: &str| {
+            format!(r#"<tool_call>{{"name": "t_test", "arguments": {args}}}</tool_call>"#)
+        };
+        for ok in [
+            r#"{"group_a": [3, 4, 5], "alpha": 0.05, "equal_variance": false, "tail": "two"}"#,
+            r#"{"group_a": [7, 8], "alpha": 0.05, "equal_variance": false, "tail": "two"}"#,
+        ] {
+            assert!(accepts(&f, &call.grammar, &with(ok)), "{ok}");
+        }
+        for bad in [
+            // Named optional parameters are written, with the values the message gives.
+            r#"{"group_a": [3, 4, 5]}"#,
+            r#"{"group_a": [3, 4], "alpha": 0.05, "equal_variance": false, "tail": "two"}"#,
+            r#"{"group_a": [3, 4, 5], "alpha": 3, "equal_variance": false, "tail": "two"}"#,
+            r#"{"group_a": [3, 4, 5], "alpha": 0.05, "equal_variance": true, "tail": "two"}"#,
+            r#"{"group_a": [3, 4, 5], "alpha": 0.05, "equal_variance": false, "tail": "one"}"#,
+        ] {
+            assert!(!accepts(&f, &call.grammar, &with(bad)), "{bad}");
+        }
+    }
+
+    #[test]
     fn a_forced_call_takes_plain_values_and_refuses_markup_debris_and_invented_keys() {
         let f = factory();
         let tool = weather();

@@ -40,8 +40,8 @@ pub const SETTINGS_HELP: &str = r#"Settings, in toolbridge.toml (all optional; u
                               # route_name_lexical, call_then_answer, free
   weights = "q8_0"            # Q5/k-quant weights converted at load to q8_0 (default) or q4_0; Q4_0/Q4_1/Q8_0 kept
   max_string_length = 200     # the longest string value a forced tool call writes (default 200)
-  ground_arguments = false    # a call made after a user's message takes its required strings and
-                              # numbers from the message, where not free text (default false)
+  ground_arguments = true     # a call made after a user's message takes its strings and numbers
+                              # from the conversation, where not free text (default true)
 
 --model embedded[:PATH] (and no configured model at all) uses the defaults.
 TOOLBRIDGE_NO_PULL=1 never downloads the default model."#;
@@ -68,8 +68,8 @@ pub struct EmbeddedSettings {
     pub weights: Option<String>,
     /// The longest string value a forced tool call may write, in characters (default 200).
     pub max_string_length: Option<usize>,
-    /// Whether a call made after a user's message takes its required string and number values
-    /// from the message (default false; see [`crate::ground`]).
+    /// Whether a call made after a user's message takes its string and number values from the
+    /// conversation (default true; see [`crate::ground`]).
     pub ground_arguments: Option<bool>,
 }
 

@@ -47,9 +47,10 @@ pub struct EmbeddedConfig {
     pub auto: AutoStrategy,
     /// The longest string value a forced call may write, in characters.
     pub max_string_length: usize,
-    /// A call made right after a user's message takes its required plain string and number
-    /// values from that message ([`crate::ground`]). Off by default: a value the message does not
-    /// hold (a skill's name, say) cannot be written then.
+    /// A call made right after a user's message takes its plain string and number values from
+    /// that message (strings also from the words of the system messages), and the parameters the
+    /// message names are settled from it ([`crate::ground`]). On by default: on BFCL v4 it turns
+    /// more calls right than the values it cannot write (a default, a converted unit) turn wrong.
     pub ground_arguments: bool,
     /// The call format the model is taught, its forced calls are made in and its output is read
     /// in; `None`: the one its chat template teaches ([`crate::template::ChatTemplate::dialect`]).
@@ -66,7 +67,7 @@ impl Default for EmbeddedConfig {
             max_tokens: 512,
             auto: AutoStrategy::default(),
             max_string_length: crate::schema::DEFAULT_MAX_STRING_LENGTH,
-            ground_arguments: false,
+            ground_arguments: true,
             dialect: None,
         }
     }
@@ -199,6 +200,16 @@ impl EmbeddedUpstream {
         let decision = if offered.is_empty() {
             Decision::Text
         } else if forced {
+            // `required` over several tools: the tool is picked as `auto` picks it, which chooses
+            // better than the call grammar's first tokens (BFCL v4 `multiple`: docs/src/embedded.md).
+            let pick = self.config.auto.pick().filter(|p| *p != Pick::Grammar);
+            if let (Some(pick), Some(ToolChoice::Required), true) =
+                (pick, request.tool_choice.as_ref(), offered.len() > 1)
+            {
+                let message = last_user_text(request);
+                let i = auto::pick(&self.engine, &prompt, &message, &offered, pick)?;
+                tools = offered.get(i).map(|t| vec![*t]).unwrap_or(tools);
+            }
             Decision::Call
         } else {
             match self.config.auto {
@@ -277,7 +288,21 @@ impl EmbeddedUpstream {
                 constraint: {
                     let grounding = (self.config.ground_arguments
                         && matches!(request.messages.last(), Some(Message::User { .. })))
-                    .then(|| Grounding::from_message(&last_user_text(request)));
+                    .then(|| {
+                        let instructions: Vec<String> = request
+                            .messages
+                            .iter()
+                            .filter_map(|m| match m {
+                                Message::System { content, .. } => {
+                                    Some(content.text().into_owned())
+                                }
+                                _ => None,
+                            })
+                            .collect();
+                        let instructions: Vec<&str> =
+                            instructions.iter().map(String::as_str).collect();
+                        Grounding::from_conversation(&last_user_text(request), &instructions)
+                    });
                     let call = grammar_for(
                         dialect,
                         &tools,

@@ -4,13 +4,17 @@
 //! a word of the tool's description, and numbers with values the user never gave. Most values a
 //! user's request needs are in it: on BFCL v4 `simple_python`, 90% of the required string
 //! values are a span of the question (case aside) and 86% of the required numbers appear in it.
-//! So the generation schema of a call made after a user's message ([`ground`]) offers:
+//! So the generation schema of a call made after a user's message ([`Grounding::ground`]) offers:
 //! - for a plain string (no `enum`, `const`, `pattern` or `format` of its own) whose parameter is
 //!   not free text by its name (code, a query, a message, …): the spans of one to
-//!   [`MAX_SPAN_WORDS`] words of the message, as an `enum`;
+//!   [`MAX_SPAN_WORDS`] words of the message, then the words of the system messages (a skill's
+//!   name the instructions list, say), as an `enum`;
 //! - for a number or an integer: the numbers the message holds (of that type, within the
 //!   schema's bounds), when it holds any;
-//! - for the other plain strings: at least one character.
+//! - for an array of numbers: the lists of numbers the message writes, whole;
+//! - for the other plain strings: at least one character;
+//! - for a parameter the message names, required or not: the value the message gives it
+//!   (`mention.rs`), and the parameter is written.
 //!
 //! The call is still validated against the tool's own schema afterwards. A value the message
 //! does not hold (a default, a unit converted) cannot be written under this schema; measured on
@@ -19,6 +23,10 @@
 use serde_json::{Map, Number, Value};
 
 use crate::schema::PLAIN_STRING_PATTERN;
+
+mod mention;
+
+use mention::Mentions;
 
 /// The longest span offered, in words.
 pub const MAX_SPAN_WORDS: usize = 6;
@@ -68,19 +76,36 @@ const FREE_TEXT: &[&str] = &[
 pub struct Grounding {
     spans: Vec<String>,
     numbers: Vec<Number>,
+    mentions: Mentions,
 }
 
 impl Grounding {
     /// Reads `message`'s word spans and numbers.
     pub fn from_message(message: &str) -> Grounding {
-        let mut end = message.len().min(MAX_MESSAGE);
-        while !message.is_char_boundary(end) {
-            end -= 1;
+        Grounding::from_conversation(message, &[])
+    }
+
+    /// Reads the user's `message` (word spans, numbers, what it names) and the words of the
+    /// conversation's `instructions` (its system messages), offered after the message's spans:
+    /// a name the instructions list (a skill's, say) is a value a call may need.
+    pub fn from_conversation(message: &str, instructions: &[&str]) -> Grounding {
+        let message = head(message);
+        let mut spans = spans(message);
+        for text in instructions {
+            for word in head(text).split_whitespace().map(trim_word) {
+                if spans.len() >= MAX_SPANS {
+                    break;
+                }
+                let plain = !word.contains(['<', '>', '{', '}', '[', ']', '\\', '"', '`']);
+                if plain && word.chars().count() > 1 && !spans.iter().any(|s| s == word) {
+                    spans.push(word.to_owned());
+                }
+            }
         }
-        let message = &message[..end];
         Grounding {
-            spans: spans(message),
+            spans,
             numbers: numbers(message),
+            mentions: Mentions::from_message(message),
         }
     }
 
@@ -119,9 +144,28 @@ impl Grounding {
             })
             .unwrap_or_default();
         if let Some(Value::Object(props)) = map.get_mut("properties") {
+            // What the message says of a parameter settles it, and an optional one is written.
+            let settled = if required {
+                self.mentions.settle(props)
+            } else {
+                Vec::new()
+            };
             for (key, value) in props.iter_mut() {
-                let must = required && needed.contains(key);
+                let must = required && (needed.contains(key) || settled.contains(key));
                 self.node(value, key, must, max);
+            }
+            let promoted: Vec<Value> = settled
+                .into_iter()
+                .filter(|k| !needed.contains(k))
+                .map(Value::String)
+                .collect();
+            if !promoted.is_empty() {
+                match map.get_mut("required") {
+                    Some(Value::Array(required)) => required.extend(promoted),
+                    _ => {
+                        map.insert("required".into(), Value::Array(promoted));
+                    }
+                }
             }
         }
         if let Some(items) = map.get_mut("items") {
@@ -149,6 +193,37 @@ impl Grounding {
                     map.insert("minLength".into(), 1.into());
                 } else {
                     for k in ["pattern", "maxLength", "minLength"] {
+                        map.remove(k);
+                    }
+                    map.insert("enum".into(), Value::Array(offered));
+                }
+            }
+            Some("array") if !fixed => {
+                // A list of numbers: one of the lists the message writes, whole.
+                let item = map.get("items").and_then(Value::as_object);
+                let item_type = item.and_then(|i| i.get("type")).and_then(Value::as_str);
+                let Some(t @ ("number" | "integer")) = item_type else {
+                    return;
+                };
+                let bound = |k: &str| map.get(k).and_then(Value::as_u64).map(|n| n as usize);
+                let (least, most) = (
+                    bound("minItems").unwrap_or(0),
+                    bound("maxItems").unwrap_or(usize::MAX),
+                );
+                let offered: Vec<Value> = self
+                    .mentions
+                    .number_lists()
+                    .into_iter()
+                    .filter(|l| (least..=most).contains(&l.len()))
+                    .filter(|l| {
+                        l.iter().all(|n| {
+                            (t == "number" || !n.is_f64()) && item.is_none_or(|i| within(i, n))
+                        })
+                    })
+                    .map(|l| Value::Array(l.into_iter().map(Value::Number).collect()))
+                    .collect();
+                if !offered.is_empty() {
+                    for k in ["items", "minItems", "maxItems"] {
                         map.remove(k);
                     }
                     map.insert("enum".into(), Value::Array(offered));
@@ -213,6 +288,15 @@ fn within(map: &Map<String, Value>, n: &Number) -> bool {
         && bound("exclusiveMaximum").is_none_or(|m| x < m)
 }
 
+/// The first [`MAX_MESSAGE`] bytes of `text` (to a character boundary).
+fn head(text: &str) -> &str {
+    let mut end = text.len().min(MAX_MESSAGE);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 /// Characters trimmed from a word's ends: punctuation around it, not part of a value.
 fn trim_word(w: &str) -> &str {
     w.trim_matches(|c: char| {
@@ -270,77 +354,95 @@ fn spans(message: &str) -> Vec<String> {
     out
 }
 
-/// The numbers written in the message: optional sign (a `-` right before the digits, not after a
-/// letter or digit), digits with optional thousands commas, an optional fraction.
+/// The numbers written in the message, each once, in order (see [`number_at`]).
 fn numbers(message: &str) -> Vec<Number> {
-    let bytes = message.as_bytes();
-    let glued = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
     let mut out: Vec<Number> = Vec::new();
+    for (_, n) in scan_numbers(message) {
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    out
+}
+
+/// Every number written in the message with the byte offset where its digits start.
+pub(crate) fn scan_numbers(message: &str) -> Vec<(usize, Number)> {
+    let bytes = message.as_bytes();
+    let mut out = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
         if !bytes[i].is_ascii_digit() {
             i += 1;
             continue;
         }
-        if i > 0 && is_word_byte(bytes[i - 1]) {
-            // Inside a word (`DNA123`, `x2`): not a number of its own.
-            while i < bytes.len() && glued(bytes[i]) {
-                i += 1;
-            }
-            continue;
-        }
-        let negative = i > 0
-            && bytes[i - 1] == b'-'
-            && (i < 2 || !(bytes[i - 2].is_ascii_alphanumeric() || bytes[i - 2] == b')'));
-        let mut text = String::new();
-        while i < bytes.len() {
-            let b = bytes[i];
-            let thousands = b == b','
-                && bytes
-                    .get(i + 1..i + 4)
-                    .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
-                && bytes.get(i + 4).is_none_or(|d| !d.is_ascii_digit());
-            if b.is_ascii_digit() {
-                text.push(b as char);
-            } else if !thousands {
-                break;
-            }
-            i += 1;
-        }
-        let mut fraction = false;
-        if bytes.get(i) == Some(&b'.') && bytes.get(i + 1).is_some_and(u8::is_ascii_digit) {
-            fraction = true;
-            text.push('.');
-            i += 1;
-            while i < bytes.len() && bytes[i].is_ascii_digit() {
-                text.push(bytes[i] as char);
-                i += 1;
-            }
-        }
-        if bytes.get(i).is_some_and(u8::is_ascii_alphabetic) && !unit_follows(&bytes[i..]) {
-            // `3x`, `4th`-like words: part of an expression or a name, not a value.
-            while i < bytes.len() && glued(bytes[i]) {
-                i += 1;
-            }
-            continue;
-        }
-        let number = if fraction {
-            text.parse::<f64>()
-                .ok()
-                .map(|x| if negative { -x } else { x })
-                .and_then(Number::from_f64)
-        } else {
-            text.parse::<i64>()
-                .ok()
-                .map(|x| Number::from(if negative { -x } else { x }))
-        };
+        let start = i;
+        let (next, number) = number_at(bytes, i);
+        i = next;
         if let Some(n) = number {
-            if !out.contains(&n) {
-                out.push(n);
-            }
+            out.push((start, n));
         }
     }
     out
+}
+
+/// Reads the number whose first digit is at `i`: an optional sign (a `-` right before the
+/// digits, not after a letter or digit), digits with optional thousands commas, an optional
+/// fraction. Returns where reading stopped and the number, if the digits are one: digits inside
+/// a word (`DNA123`, `x2`) or glued to a word that is no unit (`3x`) are not.
+fn number_at(bytes: &[u8], mut i: usize) -> (usize, Option<Number>) {
+    let glued = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    if i > 0 && is_word_byte(bytes[i - 1]) {
+        while i < bytes.len() && glued(bytes[i]) {
+            i += 1;
+        }
+        return (i, None);
+    }
+    let negative = i > 0
+        && bytes[i - 1] == b'-'
+        && (i < 2 || !(bytes[i - 2].is_ascii_alphanumeric() || bytes[i - 2] == b')'));
+    let mut text = String::new();
+    while i < bytes.len() {
+        let b = bytes[i];
+        let thousands = b == b','
+            && bytes
+                .get(i + 1..i + 4)
+                .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+            && bytes.get(i + 4).is_none_or(|d| !d.is_ascii_digit());
+        if b.is_ascii_digit() {
+            text.push(b as char);
+        } else if !thousands {
+            break;
+        }
+        i += 1;
+    }
+    let mut fraction = false;
+    if bytes.get(i) == Some(&b'.') && bytes.get(i + 1).is_some_and(u8::is_ascii_digit) {
+        fraction = true;
+        text.push('.');
+        i += 1;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            text.push(bytes[i] as char);
+            i += 1;
+        }
+    }
+    if bytes.get(i).is_some_and(u8::is_ascii_alphabetic) && !unit_follows(&bytes[i..]) {
+        // `3x`, `4th`-like words: part of an expression or a name, not a value.
+        while i < bytes.len() && glued(bytes[i]) {
+            i += 1;
+        }
+        return (i, None);
+    }
+    let number = if fraction {
+        text.parse::<f64>()
+            .ok()
+            .map(|x| if negative { -x } else { x })
+            .and_then(Number::from_f64)
+    } else {
+        text.parse::<i64>()
+            .ok()
+            .map(|x| Number::from(if negative { -x } else { x }))
+    };
+    (i, number)
 }
 
 fn is_word_byte(b: u8) -> bool {
@@ -433,6 +535,59 @@ mod tests {
             .as_array()
             .unwrap()
             .contains(&json!("Paris")));
+    }
+
+    #[test]
+    fn the_instructions_words_are_offered_after_the_messages_spans() {
+        let g = Grounding::from_conversation(
+            "Plan a short trip to Paris",
+            &["Skills you can load:\ntrip-planner: Plans a trip. <b>x</b>"],
+        );
+        let mut args = json!({
+            "type": "object",
+            "properties": {"name": {"type": "string", "pattern": PLAIN_STRING_PATTERN}},
+            "required": ["name"]
+        });
+        g.ground(&mut args, 200);
+        let offered = args["properties"]["name"]["enum"].as_array().unwrap();
+        let at = |s: &str| offered.iter().position(|v| v == s);
+        assert!(
+            at("trip-planner").unwrap() > at("Paris").unwrap(),
+            "{offered:?}"
+        );
+        assert!(at("Plans").is_some() && at("<b>x</b>").is_none());
+        // Numbers and named parameters come from the user's message alone.
+        let g = Grounding::from_conversation("hello", &["limit 5"]);
+        assert!(g.numbers.is_empty());
+    }
+
+    #[test]
+    fn an_optional_parameter_the_message_names_is_written() {
+        let g = Grounding::from_message("Find all the roots, with details, for a = 3");
+        let mut args = json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "integer"},
+                "root_type": {"type": "string", "enum": ["real", "all"]},
+                "details": {"type": "boolean"},
+                "precision": {"type": "integer"}
+            },
+            "required": ["a"]
+        });
+        g.ground(&mut args, 200);
+        assert_eq!(args["required"], json!(["a", "root_type", "details"]));
+        assert_eq!(args["properties"]["root_type"]["enum"], json!(["all"]));
+        assert_eq!(args["properties"]["details"]["enum"], json!([true]));
+        assert_eq!(args["properties"]["a"]["enum"], json!([3]));
+        assert!(args["properties"]["precision"].get("enum").is_none());
+        // Inside an optional object nothing is settled: the object need not be written.
+        let mut nested = json!({
+            "type": "object",
+            "properties": {"o": {"type": "object", "properties": {"details": {"type": "boolean"}}}}
+        });
+        g.ground(&mut nested, 200);
+        assert!(nested.get("required").is_none());
+        assert!(nested["properties"]["o"].get("required").is_none());
     }
 
     #[test]
