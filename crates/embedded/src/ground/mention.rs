@@ -8,9 +8,9 @@
 //!   `bedrooms` names `bedroom`, and a misspelt `acceleeration` still names `acceleration`);
 //! - a boolean takes `true`, or `false` when a negation (`not`, `without`, `don't`, …) is among
 //!   the [`NEAR`] words before the naming word;
-//! - a number takes the number written right before the naming word (`3 bedrooms`), else the
-//!   first within [`NEAR`] words after it (`a radius of 4 inches`); two parameters of one object
-//!   named by the same word (`temperature1`, `temperature2`) take none;
+//! - an optional number takes the number written right before the naming word (`3 bedrooms`),
+//!   else the first within [`NEAR`] words after it (`a radius of 4 inches`); two parameters of
+//!   one object named by the same word (`temperature1`, `temperature2`) take none;
 //! - a string enum takes those of its values the message writes as whole words (any case).
 //!
 //! An optional parameter settled so is written: the generation schema requires it.
@@ -118,8 +118,14 @@ impl Mentions {
     }
 
     /// Settles the properties of one object the message names (see the module doc) and
-    /// returns their keys.
-    pub(super) fn settle(&self, properties: &mut Map<String, Value>) -> Vec<String> {
+    /// returns their keys. A `required` number is left to the model, which chooses among the
+    /// message's numbers: measured on BFCL v4, the number at the naming word is more often
+    /// wrong where the model is right (25 parameters) than the other way round (12).
+    pub(super) fn settle(
+        &self,
+        properties: &mut Map<String, Value>,
+        required: &[String],
+    ) -> Vec<String> {
         // The naming word of each number the message gives, to find two parameters sharing one.
         let mut numbers: Vec<(String, usize, Number)> = Vec::new();
         let mut others: Vec<(String, Settled)> = Vec::new();
@@ -147,7 +153,7 @@ impl Mentions {
                         others.push((key.clone(), Settled::Named(Value::Bool(!self.negated(*at)))));
                     }
                 }
-                Some(t @ ("number" | "integer")) => {
+                Some(t @ ("number" | "integer")) if !required.contains(key) => {
                     let fits = |n: &Number| (t == "number" || !n.is_f64()) && within(map, n);
                     if let Some((at, n)) = self
                         .naming(key)
@@ -276,7 +282,7 @@ mod tests {
         let Value::Object(mut props) = properties else {
             unreachable!()
         };
-        let keys = Mentions::from_message(message).settle(&mut props);
+        let keys = Mentions::from_message(message).settle(&mut props, &["given".to_owned()]);
         (keys, Value::Object(props))
     }
 
@@ -306,12 +312,15 @@ mod tests {
             "bathrooms": {"type": "integer"},
             "area": {"type": "integer"},
             "acceleration": {"type": "number"},
-            "radius": {"type": "integer", "minimum": 10}
+            "radius": {"type": "integer", "minimum": 10},
+            "given": {"type": "integer"}
         });
         let (keys, p) = settle(
-            "A house with 3 bedrooms, 2 bathrooms and area of 1800 square feet; acceleeration of 9.8; radius 4",
+            "A house with 3 bedrooms, 2 bathrooms and area of 1800 square feet; acceleeration of 9.8; radius 4; given 7",
             props,
         );
+        // A required number is the model's choice among the message's numbers.
+        assert!(p["given"].get("enum").is_none());
         assert_eq!(p["bedrooms"]["enum"], json!([3]));
         assert_eq!(p["bathrooms"]["enum"], json!([2]));
         assert_eq!(p["area"]["enum"], json!([1800]));

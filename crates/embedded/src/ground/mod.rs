@@ -146,7 +146,7 @@ impl Grounding {
         if let Some(Value::Object(props)) = map.get_mut("properties") {
             // What the message says of a parameter settles it, and an optional one is written.
             let settled = if required {
-                self.mentions.settle(props)
+                self.mentions.settle(props, &needed)
             } else {
                 Vec::new()
             };
