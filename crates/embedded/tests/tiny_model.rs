@@ -366,6 +366,44 @@ async fn route_gates_then_offers_one_tool() {
 }
 
 #[tokio::test]
+async fn required_over_several_tools_picks_the_tool_as_auto_does() {
+    let engine = Arc::new(common::tiny_engine());
+    let tools = vec![common::weather_tool(), time_tool()];
+    let grammar_of = |up: &EmbeddedUpstream, choice: ToolChoice| -> String {
+        let (plan, decision) = up.plan(&request(tools.clone(), Some(choice), 0)).unwrap();
+        assert_eq!(decision, Decision::Call);
+        match plan.generation.constraint {
+            Constraint::Call { grammar, .. } => grammar,
+            other => panic!("not a call: {other:?}"),
+        }
+    };
+    // The default (`mutual`, its noisy-channel pick): one tool, the one `auto::pick` scores best.
+    let up = EmbeddedUpstream::new(Arc::clone(&engine), EmbeddedConfig::default());
+    let grammar = grammar_of(&up, ToolChoice::Required);
+    assert_eq!(tools_named(&grammar), 1, "{grammar}");
+    let req = request(tools.clone(), Some(ToolChoice::Required), 0);
+    let prompt = up.render(&req).0;
+    let offered: Vec<&ToolSpec> = tools.iter().collect();
+    let message = "Weather in Paris for two days?";
+    assert!(req
+        .messages
+        .iter()
+        .any(|m| matches!(m, Message::User { content, .. } if content.text() == message)));
+    let best = toolbridge_embedded::auto::pick(&engine, &prompt, message, &offered, Pick::Channel)
+        .unwrap();
+    assert!(grammar.contains(&format!("\"const\":\"{}\"", tools[best].name)));
+    // A strategy without a pick leaves the choice to the grammar: every tool is offered.
+    let grammar = grammar_of(
+        &with_auto(&engine, AutoStrategy::CallThenAnswer),
+        ToolChoice::Required,
+    );
+    assert_eq!(tools_named(&grammar), 2, "{grammar}");
+    // A named tool is that tool, whatever the strategy.
+    let grammar = grammar_of(&up, ToolChoice::Named("get_time".into()));
+    assert!(grammar.contains("\"const\":\"get_time\"") && tools_named(&grammar) == 1);
+}
+
+#[tokio::test]
 async fn the_relevance_gate_measures_every_tool_and_offers_the_picked_one() {
     let engine = Arc::new(common::tiny_engine());
     let relevance = |bias: f32| {
