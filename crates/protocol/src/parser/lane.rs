@@ -86,6 +86,9 @@ struct Gate {
     /// While a marker is arriving in pieces (the lane closed): the byte that continues it and
     /// leaves it still incomplete, or [`NO_BYTE`].
     want: u16,
+    /// The same for a character of more than one byte (a dialect's marker may hold some, such as
+    /// DeepSeek's `｜`), or [`NO_CHAR`].
+    want_char: u32,
     /// While one byte is held: the set of bytes that show it was plain content (they continue no
     /// marker from it and start none), or 0.
     release: u32,
@@ -103,6 +106,7 @@ const CLOSED: Gate = Gate {
     mask: 0,
     text: 0,
     want: NO_BYTE,
+    want_char: NO_CHAR,
     release: 0,
     reopen: 0,
     newline: NO_BYTE,
@@ -111,6 +115,48 @@ const CLOSED: Gate = Gate {
 
 /// No byte is wanted.
 const NO_BYTE: u16 = 0x100;
+
+/// No character is wanted (no `char` has this value).
+const NO_CHAR: u32 = u32::MAX;
+
+/// The character of `marker` at `at`, when the marker goes on after it: what the lane wants next
+/// while `at` bytes of the marker are held.
+#[inline(always)]
+pub(crate) fn next_char(marker: &[u8], at: usize) -> Option<char> {
+    let &lead = marker.get(at)?;
+    if lead.is_ascii() {
+        return (marker.len() > at + 1).then_some(char::from(lead));
+    }
+    next_wide_char(marker, at)
+}
+
+/// [`next_char`] for a character of more than one byte (decoded by hand: a marker is valid UTF-8,
+/// and this runs for every such character of a marker that arrives a byte at a time).
+#[cold]
+fn next_wide_char(marker: &[u8], at: usize) -> Option<char> {
+    let &lead = marker.get(at)?;
+    let (width, bits) = match lead {
+        0xC0..=0xDF => (2, lead & 0x1F),
+        0xE0..=0xEF => (3, lead & 0x0F),
+        _ => (4, lead & 0x07),
+    };
+    let tail = marker.get(at + 1..at + width)?;
+    let code = tail.iter().fold(u32::from(bits), |code, &b| {
+        (code << 6) | u32::from(b & 0x3F)
+    });
+    (marker.len() > at + width).then(|| char::from_u32(code))?
+}
+
+impl Gate {
+    /// Wants `want`: in [`Gate::want`] if it is ASCII, else in [`Gate::want_char`].
+    fn set_want(&mut self, want: Option<char>) {
+        match want {
+            Some(c) if c.is_ascii() => self.want = u16::from(c as u8),
+            Some(c) => self.want_char = u32::from(c),
+            None => {}
+        }
+    }
+}
 
 /// A set number as a mask (0, the lane closed, for a set beyond the table).
 fn bit(set: usize) -> u32 {
@@ -206,6 +252,19 @@ impl Lane {
         u16::from(b) == self.gate.want
     }
 
+    /// Whether the complete character `c` continues a held marker (see [`Lane::expect`]).
+    #[inline(always)]
+    pub(crate) fn wants_char(&self, c: char) -> bool {
+        u32::from(c) == self.gate.want_char
+    }
+
+    /// Whether a non-ASCII character shows that the one held byte was plain content (see
+    /// [`Lane::expect`]): every non-ASCII byte passes the release set.
+    #[inline(always)]
+    pub(crate) fn releases_char(&self) -> bool {
+        self.non_ascii & self.gate.release != 0
+    }
+
     /// Whether `b` shows that the one held byte was plain content (see [`Lane::expect`]).
     #[inline(always)]
     pub(crate) fn releases(&self, b: u8) -> bool {
@@ -234,14 +293,15 @@ impl Lane {
         self.suspended = CLOSED;
     }
 
-    /// Closes the lane while bytes are held, except that `want` (if any), the byte that continues
-    /// the held marker, is added to them ([`Parser::extend_held`]), and, with `release` =
-    /// `(set, open)`, a byte of byte set `set` shows that the one held byte was `kind` content:
-    /// both go out and the lane opens with set `open` ([`Parser::lane_release`]). Each must be
-    /// what the state's own handling would do.
-    pub(crate) fn expect(&mut self, want: Option<u8>, release: Option<(Kind, usize, usize)>) {
+    /// Closes the lane while bytes are held, except that `want` (if any), the character that
+    /// continues the held marker, is added to them ([`Parser::extend_held`]), and, with `release`
+    /// = `(set, open)`, a byte of byte set `set` (or a non-ASCII character, when set `set` passes
+    /// them all) shows that the one held byte was `kind` content: both go out and the lane opens
+    /// with set `open` ([`Parser::lane_release`]). Each must be what the state's own handling
+    /// would do.
+    pub(crate) fn expect(&mut self, want: Option<char>, release: Option<(Kind, usize, usize)>) {
         self.close();
-        self.gate.want = want.map_or(NO_BYTE, u16::from);
+        self.gate.set_want(want);
         if let Some((kind, set, open)) = release {
             self.kind = kind;
             self.gate.release = bit(set);
@@ -258,11 +318,7 @@ impl Lane {
         release: Option<(Kind, usize, usize)>,
     ) {
         self.cursor = (marker, at);
-        let want = marker
-            .get(at)
-            .copied()
-            .filter(|b| b.is_ascii() && marker.len() > at + 1);
-        self.expect(want, release);
+        self.expect(next_char(marker, at), release);
     }
 
     /// The wanted byte of [`Lane::expect_along`]'s marker was held: the lane wants the next.
@@ -369,7 +425,7 @@ impl Parser {
             if self.lane.wants(b) {
                 return self.extend_held(b);
             }
-            return self.lane.releases(b) && self.lane_release(b, sink);
+            return self.lane.releases(b) && self.lane_release(char::from(b), sink);
         }
         // The lane waits while the character is incomplete (the state cannot change meanwhile)
         // and takes it whole.
@@ -380,7 +436,14 @@ impl Parser {
                 self.lane.resume();
                 let mut tmp = [0; 4];
                 let s = c.encode_utf8(&mut tmp);
-                if !(self.lane.takes_char(s) && self.lane_push(s, sink)) {
+                let taken = if self.lane.takes_char(s) {
+                    self.lane_push(s, sink)
+                } else if self.lane.wants_char(c) {
+                    self.extend_held_char(c)
+                } else {
+                    self.lane.releases_char() && self.lane_release(c, sink)
+                };
+                if !taken {
                     self.push_general(s, sink);
                 }
             }
@@ -507,17 +570,19 @@ impl Parser {
         sink.text(text);
     }
 
-    /// The one held byte was plain content, as `b` shows (see [`Lane::expect`]): both go out as
-    /// the state's content, as its own handling would send them (the held byte first, then `b`).
-    /// False, with nothing changed, when a section would outgrow its limit.
+    /// The one held byte was plain content, as the character `c` shows (see [`Lane::expect`]):
+    /// both go out as the state's content, as its own handling would send them (the held byte
+    /// first, then `c`). False, with nothing changed, when a section would outgrow its limit.
     #[inline(never)]
-    fn lane_release<S: Sink + ?Sized>(&mut self, b: u8, sink: &mut S) -> bool {
+    fn lane_release<S: Sink + ?Sized>(&mut self, c: char, sink: &mut S) -> bool {
+        let mut tmp = [0; 4];
+        let c = c.encode_utf8(&mut tmp);
         if let Some(lone) = self.lane.take_lone() {
-            return self.release_lone(lone, b, sink);
+            return self.release_lone(lone, c, sink);
         }
         let kind = self.lane.kind();
         let mut held = match self.dialect.as_deref_mut() {
-            Some(engine) => match engine.take_held(kind) {
+            Some(engine) => match engine.take_held(kind, c.len()) {
                 Some(held) => {
                     self.lane.reopen();
                     held
@@ -533,15 +598,15 @@ impl Parser {
                 self.seen_visible = true;
                 self.lane.open_text_line();
                 sink.text(&self.held);
-                sink.text(char::from(b).encode_utf8(&mut [0; 4]));
+                sink.text(c);
                 self.held.clear();
                 return true;
             }
         };
-        // Both succeed: `take_held` checked a section's limit for the held byte and `b`, and text
+        // Both succeed: `take_held` checked a section's limit for the held byte and `c`, and text
         // and reasoning have none.
         if self.lane_push(&held, sink) {
-            self.lane_char(char::from(b), sink);
+            self.lane_push(c, sink);
         }
         held.clear();
         match self.dialect.as_deref_mut() {
@@ -595,6 +660,19 @@ impl Parser {
                 self.lane.advance();
             }
         }
+        true
+    }
+
+    /// [`Parser::extend_held`] for a character of more than one byte, which only a dialect's
+    /// marker wants (hermes's markers and tags are ASCII).
+    #[inline(never)]
+    fn extend_held_char(&mut self, c: char) -> bool {
+        self.settle_lone();
+        let Some(engine) = self.dialect.as_deref_mut() else {
+            return false;
+        };
+        let want = engine.extend_held_char(c);
+        self.lane.expect(want, None);
         true
     }
 
@@ -700,58 +778,4 @@ impl Parser {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `lt_lane` is `marker_lane` for a held `<`, with and without `<think>`.
-    #[test]
-    fn a_held_lt_wants_the_first_open_marker() {
-        for think in [true, false] {
-            let mut p = Parser::new(crate::parser::ParserConfig {
-                think,
-                ..Default::default()
-            });
-            p.held.push('<');
-            p.state = State::TextTag;
-            assert_eq!(p.held_marker(), Some(OPEN_CALL));
-        }
-    }
-    #[test]
-    fn a_lane_takes_only_what_its_set_lets_through() {
-        let mut lane = Lane::new(40, |set, b| b == b'<' || (set == 1 && b == b'x'));
-        assert!(!lane.takes_byte(b'a') && !lane.takes_str(b"a"));
-        lane.open(Kind::Text, 0);
-        assert!(lane.takes_byte(b'a') && lane.takes_byte(b'x'));
-        assert!(!lane.takes_byte(b'<'));
-        assert!(lane.takes_str("café".as_bytes()) && !lane.takes_str(b"a<b"));
-        assert!(!lane.takes_str(b""));
-        lane.open(Kind::Text, 1);
-        assert!(lane.takes_byte(b'a') && !lane.takes_byte(b'x') && !lane.takes_str(b"xa"));
-        lane.open(Kind::Text, 32);
-        assert!(!lane.takes_byte(b'a'));
-        lane.open(Kind::Text, 0);
-        lane.suspend();
-        assert!(!lane.takes_byte(b'a') && !lane.takes_str(b"a"));
-        lane.resume();
-        assert!(lane.takes_byte(b'a') && lane.takes_str(b"a"));
-        lane.suspend();
-        lane.close();
-        lane.resume();
-        assert!(!lane.takes_byte(b'a'));
-        lane.expect(Some(b'x'), Some((Kind::Text, 1, 0)));
-        assert!(!lane.takes_byte(b'x') && lane.wants(b'x') && !lane.wants(b'a'));
-        assert!(lane.releases(b'a') && !lane.releases(b'x') && !lane.releases(b'<'));
-        lane.suspend();
-        assert!(!lane.wants(b'x'));
-        lane.resume();
-        assert!(lane.wants(b'x'));
-        lane.reopen();
-        assert!(lane.takes_byte(b'x') && !lane.wants(b'x') && !lane.releases(b'a'));
-        lane.expect(None, None);
-        assert!(!lane.wants(b'x') && !lane.wants(0) && !lane.releases(b'a'));
-        lane.open(Kind::Text, 0);
-        assert!(!lane.wants(b'x'));
-        lane.close();
-        assert!(!lane.takes_byte(b'a') && !lane.takes_str(b"a"));
-    }
-}
+mod tests;

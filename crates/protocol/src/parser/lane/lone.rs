@@ -9,7 +9,7 @@
 //! before anything else reads the engine's held bytes: the general path, a wanted byte, the end
 //! of the stream.
 
-use super::{bit, Gate, Kind, Lane, Parser, Sink, CLOSED, NO_BYTE};
+use super::{bit, next_char, Gate, Kind, Lane, Parser, Sink, CLOSED, NO_BYTE};
 
 /// What holding a byte alone sets up, for one byte set and first byte.
 #[derive(Clone, Copy, Debug)]
@@ -40,17 +40,12 @@ impl Lane {
         self.lone_holds = holds
             .iter()
             .map(|h| {
-                let want = h
-                    .marker
-                    .get(1)
-                    .copied()
-                    .filter(|b| b.is_ascii() && h.marker.len() > 2);
-                let gate = Gate {
-                    want: want.map_or(NO_BYTE, u16::from),
+                let mut gate = Gate {
                     release: h.release.map_or(0, bit),
                     reopen: h.release.map_or(0, |_| bit(h.set)),
                     ..CLOSED
                 };
+                gate.set_want(next_char(h.marker, 1));
                 Ready {
                     set: h.set,
                     byte: h.byte,
@@ -116,18 +111,18 @@ impl Parser {
         }
     }
 
-    /// The byte held alone and `b`, which shows it was content, go out as the state's content, as
+    /// The byte held alone and `c`, which shows it was content, go out as the state's content, as
     /// `lane_release` sends held bytes; false, with the byte handed to the engine, when they would
     /// take a section past its limit.
     pub(in crate::parser) fn release_lone<S: Sink + ?Sized>(
         &mut self,
         (held, marker): (u8, &'static [u8]),
-        b: u8,
+        c: &str,
         sink: &mut S,
     ) -> bool {
         let kind = self.lane.kind();
         let room = match (kind, self.dialect.as_deref()) {
-            (Kind::Collect { limit }, Some(engine)) => engine.has_room(2, limit),
+            (Kind::Collect { limit }, Some(engine)) => engine.has_room(1 + c.len(), limit),
             _ => true,
         };
         if !room {
@@ -139,12 +134,12 @@ impl Parser {
         self.lane.reopen();
         if kind == Kind::Text {
             sink.text(char::from(held).encode_utf8(&mut [0; 4]));
-            sink.text(char::from(b).encode_utf8(&mut [0; 4]));
+            sink.text(c);
             return true;
         }
         // Both succeed: the room was checked, and reasoning has no limit.
         if self.lane_char(char::from(held), sink) {
-            self.lane_char(char::from(b), sink);
+            self.lane_push(c, sink);
         }
         true
     }

@@ -142,11 +142,12 @@ impl Engine {
         lane.expect(self.held_next(), release);
     }
 
-    /// The held byte(s), taken for the lane to release them with the next byte as `kind`
-    /// content; None, with nothing changed, when that would take a section past its limit.
-    pub(crate) fn take_held(&mut self, kind: Kind) -> Option<String> {
+    /// The held byte(s), taken for the lane to release them with the next character (`next`
+    /// bytes long) as `kind` content; None, with nothing changed, when that would take a section
+    /// past its limit.
+    pub(crate) fn take_held(&mut self, kind: Kind, next: usize) -> Option<String> {
         if let Kind::Collect { limit } = kind {
-            if self.buf.len() + self.held.len() + 1 > limit {
+            if self.buf.len() + self.held.len() + next > limit {
                 return None;
             }
         }
@@ -295,21 +296,25 @@ impl Engine {
         self.buf.len() + more > limit
     }
 
-    /// [`Engine::extend_held`] for the byte [`Engine::held_next`] gave; returns the next one.
+    /// [`Engine::extend_held`] for the byte [`Engine::held_next`] gave; returns the next
+    /// character wanted.
     #[inline]
-    pub(crate) fn extend_held_byte(&mut self, b: u8) -> Option<u8> {
+    pub(crate) fn extend_held_byte(&mut self, b: u8) -> Option<char> {
         self.held.push(char::from(b));
         self.held_next()
     }
 
-    /// The byte that [`Engine::extend_held`] would take alone (ASCII, so a byte is a character).
-    fn held_next(&self) -> Option<u8> {
-        let marker = self.held_marker?;
-        let at = self.held.len();
-        marker
-            .get(at)
-            .copied()
-            .filter(|b| b.is_ascii() && marker.len() > at + 1)
+    /// [`Engine::extend_held_byte`] for a character of more than one byte.
+    pub(crate) fn extend_held_char(&mut self, c: char) -> Option<char> {
+        self.held.push(c);
+        self.held_next()
+    }
+
+    /// The character that [`Engine::extend_held`] would take alone: the held marker's next one,
+    /// when the marker goes on after it.
+    #[inline]
+    fn held_next(&self) -> Option<char> {
+        crate::parser::lane::next_char(self.held_marker?, self.held.len())
     }
 
     /// A marker of the current state's set that the held bytes are a proper prefix of (see
@@ -340,7 +345,12 @@ mod tests {
             ),
             (
                 Dialect::Phi4Mini,
-                "fun funct ffunctools functools[{\"name\": \"f\", \"arguments\": {\"a\": \"fu\"}}] ff",
+                "fun café funct ffunctools functools[{\"name\": \"f\", \"arguments\": {\"a\": \"fé\"}}] ff",
+            ),
+            (
+                Dialect::DeepseekV3,
+                "a <é <｜t <｜tool▁x <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>\
+                 {\"a\": \"<｜tool▁c <é\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜> <｜tool▁call end",
             ),
             (
                 Dialect::Mistral,
