@@ -432,7 +432,14 @@ impl Parser {
             if self.lane.wants(b) {
                 return self.extend_held(b);
             }
-            return self.lane.releases(b) && self.lane_release_byte(b, sink);
+            if !self.lane.releases(b) {
+                return false;
+            }
+            if self.lane.holds_lone_text() {
+                self.release_lone_text(b, sink);
+                return true;
+            }
+            return self.lane_release_byte(b, sink);
         }
         // The lane waits while the character is incomplete (the state cannot change meanwhile)
         // and takes it whole.

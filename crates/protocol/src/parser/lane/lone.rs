@@ -79,10 +79,16 @@ impl Lane {
             return false;
         };
         self.cursor = (hold.marker, 1);
+        // (The lane is open, so not suspended: `suspended` is closed already.)
         self.gate = hold.gate;
-        self.suspended = CLOSED;
         self.lone = (u16::from(b), hold.marker);
         true
+    }
+
+    /// Whether a byte is held alone in visible text ([`Parser::release_lone_text`] releases it).
+    #[inline(always)]
+    pub(crate) fn holds_lone_text(&self) -> bool {
+        self.lone.0 != NO_BYTE && self.kind == Kind::Text
     }
 
     /// The byte held alone and its marker, taken out of the lane.
@@ -109,6 +115,24 @@ impl Parser {
         {
             engine.hold_lone(b, marker);
         }
+    }
+
+    /// The byte held alone in visible text and `b`, which shows it was content (see
+    /// [`Lane::releases`]), go out as text: `release_lone` for text, inline. In prose the first
+    /// byte of a marker comes up every few dozen bytes (phi4-mini's `f`), and the call and the
+    /// kind dispatch were most of what its release cost.
+    #[inline(always)]
+    pub(in crate::parser) fn release_lone_text<S: Sink + ?Sized>(&mut self, b: u8, sink: &mut S) {
+        let held = self.lane.lone.0;
+        self.lane.lone = (NO_BYTE, &[]);
+        self.lane.gate = Gate {
+            mask: self.lane.gate.reopen,
+            text: self.lane.gate.reopen,
+            ..CLOSED
+        };
+        // The held byte is ASCII: the lane holds only bytes that take no other path.
+        sink.text(char::from(held as u8 & 0x7F).encode_utf8(&mut [0; 4]));
+        sink.text(char::from(b).encode_utf8(&mut [0; 4]));
     }
 
     /// The byte held alone and `c`, which shows it was content, go out as the state's content, as
