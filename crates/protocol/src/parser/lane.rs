@@ -17,8 +17,9 @@
 //! ([`Parser::lane_newline`], [`Parser::lane_tick`]), and a call block's JSON value is appended
 //! for the scanner to read in one go when a byte that may end it comes ([`Kind::Json`]).
 
-use super::{same_bytes, utf8, Parser, Sink, State, OPEN_CALL};
+use super::{utf8, Parser, Sink, State, OPEN_CALL};
 
+mod held;
 mod lone;
 
 pub(crate) use lone::Hold;
@@ -289,6 +290,14 @@ impl Lane {
         self.gate.mask != 0 && !s.is_empty() && s.iter().all(|&b| self.takes_byte(b))
     }
 
+    /// Whether held bytes await a byte that leaves their marker incomplete (closed, the lane
+    /// wants one), so that another byte may be one that [`Parser::lane_miss`] takes: a marker's
+    /// last byte (the lane wants none) completes it or shows it was content, both general.
+    #[inline(always)]
+    pub(crate) fn misses(&self) -> bool {
+        self.gate.mask == 0 && (self.gate.want != NO_BYTE || self.gate.want_char != NO_CHAR)
+    }
+
     pub(crate) fn kind(&self) -> Kind {
         self.kind
     }
@@ -433,7 +442,7 @@ impl Parser {
                 return self.extend_held(b);
             }
             if !self.lane.releases(b) {
-                return false;
+                return self.lane.misses() && self.dialect.is_some() && self.lane_miss(b, sink);
             }
             if self.lane.holds_lone_text() {
                 self.release_lone_text(b, sink);
@@ -582,149 +591,6 @@ impl Parser {
         self.state = State::Text;
         self.text_lane();
         sink.text(text);
-    }
-
-    /// The one held byte was plain content, as the character `c` shows (see [`Lane::expect`]):
-    /// both go out as the state's content, as its own handling would send them (the held byte
-    /// first, then `c`). False, with nothing changed, when a section would outgrow its limit.
-    #[inline(never)]
-    fn lane_release<S: Sink + ?Sized>(&mut self, c: char, sink: &mut S) -> bool {
-        let mut tmp = [0; 4];
-        let c = c.encode_utf8(&mut tmp);
-        if let Some(lone) = self.lane.take_lone() {
-            return self.release_lone(lone, c, sink);
-        }
-        let kind = self.lane.kind();
-        let mut held = match self.dialect.as_deref_mut() {
-            Some(engine) => match engine.take_held(kind, c.len()) {
-                Some(held) => {
-                    self.lane.reopen();
-                    held
-                }
-                None => return false,
-            },
-            None => {
-                // What `release_held` and the text state do with `<` and a plain byte: mid-line
-                // text follows.
-                self.function = None;
-                self.state = State::Text;
-                self.line = None;
-                self.seen_visible = true;
-                self.lane.open_text_line();
-                sink.text(&self.held);
-                sink.text(c);
-                self.held.clear();
-                return true;
-            }
-        };
-        // Both succeed: `take_held` checked a section's limit for the held byte and `c`, and text
-        // and reasoning have none.
-        if self.lane_push(&held, sink) {
-            self.lane_push(c, sink);
-        }
-        held.clear();
-        match self.dialect.as_deref_mut() {
-            Some(engine) => engine.give_held(held),
-            None => self.held = held,
-        }
-        true
-    }
-
-    /// [`Parser::lane_release`] for an ASCII byte. The byte comes in as a `u8` rather than as a
-    /// `char` for the hot loop's sake: with a `char` made from the byte in `lane_byte`, the
-    /// compiler widened every pushed byte before the ASCII check (one more instruction a byte).
-    #[inline(never)]
-    fn lane_release_byte<S: Sink + ?Sized>(&mut self, b: u8, sink: &mut S) -> bool {
-        self.lane_release(char::from(b), sink)
-    }
-
-    /// A byte that starts a marker in the current state (see [`Lane::holds`]) is held, and the
-    /// lane set up for it, as the state's one-byte step and `set_lane` would; false, with nothing
-    /// changed, when the general path must take it.
-    #[inline(never)]
-    fn lane_hold(&mut self, b: u8) -> bool {
-        match self.dialect.as_deref_mut() {
-            Some(_) => self.lane.hold_lone(b),
-            // `text_byte` for a `<` (hermes holds nothing else alone); the lane also opens on an
-            // inline code span's end, where the state is not text yet.
-            None if matches!(self.state, State::Text) => {
-                self.held.clear();
-                self.held.push(char::from(b));
-                self.state = State::TextTag;
-                self.lt_lane();
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Adds the byte the lane wanted to the held marker, or to a block's tag (see
-    /// [`Lane::expect`]); false, with nothing changed, when that would take the block past its
-    /// limit.
-    #[inline]
-    fn extend_held(&mut self, b: u8) -> bool {
-        self.settle_lone();
-        match self.dialect.as_deref_mut() {
-            Some(engine) => {
-                let want = engine.extend_held_byte(b);
-                self.lane.expect(want, None);
-            }
-            None => {
-                if let State::Block(_) = self.state {
-                    if self.buf.len() >= self.config.max_block_bytes {
-                        return false;
-                    }
-                    self.buf.push(char::from(b));
-                } else {
-                    self.held.push(char::from(b));
-                }
-                // The marker stays the first one `held` begins (see `held_marker`).
-                self.lane.advance();
-            }
-        }
-        true
-    }
-
-    /// [`Parser::extend_held`] for a character of more than one byte, which only a dialect's
-    /// marker wants (hermes's markers and tags are ASCII).
-    #[inline(never)]
-    fn extend_held_char(&mut self, c: char) -> bool {
-        self.settle_lone();
-        let Some(engine) = self.dialect.as_deref_mut() else {
-            return false;
-        };
-        let want = engine.extend_held_char(c);
-        self.lane.expect(want, None);
-        true
-    }
-
-    /// In [`State::TextTag`], the first open marker that `held` and its next byte leave a proper
-    /// prefix of (and no marker complete), so that the state's step would only hold that byte
-    /// (`Match::Partial`).
-    fn held_marker(&self) -> Option<&'static [u8]> {
-        if !matches!(self.state, State::TextTag) {
-            return None;
-        }
-        let held = self.held.as_bytes();
-        let n = held.len();
-        let markers = self.open_markers();
-        let marker = markers
-            .iter()
-            .copied()
-            .find(|m| m.len() > n + 1 && same_bytes(m, held))?;
-        let completes = markers
-            .iter()
-            .any(|m| m.len() == n + 1 && same_bytes(m, held) && m[n] == marker[n]);
-        (!completes).then_some(marker)
-    }
-
-    /// The lane of [`State::TextTag`]: the held marker's next byte is held too, and with
-    /// `release` a plain byte releases the held bytes (see [`Lane::expect`]).
-    fn marker_lane(&mut self, release: Option<(Kind, usize, usize)>) {
-        match self.held_marker() {
-            Some(marker) => self.lane.expect_along(marker, self.held.len(), release),
-            None => self.lane.expect(None, release),
-        }
     }
 
     /// The lane of [`State::Text`].

@@ -746,7 +746,7 @@ fn no_markers() -> &'static Markers {
 
 fn header_close() -> &'static Markers {
     static CLOSE: std::sync::OnceLock<Markers> = std::sync::OnceLock::new();
-    CLOSE.get_or_init(|| Markers::new(&[HEADER_CLOSE]))
+    CLOSE.get_or_init(|| Markers::new(&[HEADER_CLOSE]).with_steps())
 }
 
 /// The closer-set number of a reply-start section (no closers: the end of the stream).

@@ -1,6 +1,7 @@
 //! The engine's side of the parser's fast lane (see `parser::lane`): its byte sets, the lane of
 //! each state, and the held-marker shortcuts the lane takes.
 
+use super::super::scan::Step;
 use super::track::{structural, LaneClass};
 use super::{header_close, no_markers, Engine, State, MAX_HEADER, REPLY_SET};
 use crate::parser::lane::{Hold, Kind, Lane};
@@ -269,6 +270,64 @@ impl Engine {
         true
     }
 
+    /// One ASCII byte after held bytes that the lane did not want: what [`Engine::byte_step`]
+    /// does with it when that was decided with the markers (see `scan::Step`), without its
+    /// search: `b` continues the held bytes towards another marker (held), or shows that they are
+    /// content (they and `b` go out as the state's content). False, with nothing changed, in
+    /// every other case. In a stream of markers most of a marker's bytes are wanted; this takes
+    /// the byte where two markers part (kimi-k2's `<|tool_call_` and `<|tool_calls_`) and the
+    /// byte that shows a marker's start was text (phi4-mini's `funct` of `function`).
+    pub(crate) fn held_miss<S: Sink + ?Sized>(&mut self, b: u8, sink: &mut S) -> bool {
+        let Some(marker) = self.held_marker else {
+            return false;
+        };
+        if self.state == State::Text && self.at_start && self.spec.start_byte.is_some() {
+            return false;
+        }
+        let n = self.held.len();
+        let Some(step) = self.step_of_held(marker, n) else {
+            return false;
+        };
+        let markers = self.markers();
+        if let Some((fork, to)) = step.fork {
+            if fork == b {
+                let to = markers.marker(to);
+                self.held.push(char::from(b));
+                self.held_marker = Some(to);
+                return true;
+            }
+        }
+        let content = step.releases
+            && marker.get(n) != Some(&b)
+            && !markers.may_start_with(b)
+            && !self.tracking()
+            && !self.content_overflows(n + 1);
+        if !content {
+            return false;
+        }
+        // `byte_step`'s release of the held bytes.
+        let held = std::mem::take(&mut self.held);
+        self.content(&held, sink);
+        self.content(super::super::super::step::ascii(&b), sink);
+        self.held = held;
+        self.held.clear();
+        self.held_marker = None;
+        true
+    }
+
+    /// The [`Step`] of the first `n` bytes of `marker`, of the current state's markers.
+    #[inline]
+    fn step_of_held(&mut self, marker: &[u8], n: usize) -> Option<Step> {
+        match self.state {
+            State::Text => self.spec.openers.held_step(marker, n),
+            State::Section { set: REPLY_SET } => None,
+            State::Reasoning(set) | State::Section { set } => {
+                self.spec.closers.get_mut(set)?.markers.held_step(marker, n)
+            }
+            State::Header => header_close().made_step(marker, n),
+        }
+    }
+
     /// A byte the lane held alone (see `parser::lane::lone`), now held here as
     /// [`Engine::byte_step`] holds a byte that starts a marker.
     pub(crate) fn hold_lone(&mut self, b: u8, marker: &'static [u8]) {
@@ -331,6 +390,58 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use crate::parser::{parse, Dialect, ModelResponse, Parser, ParserConfig};
+
+    /// The lane's miss path (`held_miss`): held bytes that part from the wanted marker towards
+    /// another (kimi-k2's `<|` after a `<` held for `<think>`, `<|tool_call_` in a section), and
+    /// held bytes that a byte shows to be content (in text, reasoning and sections), a byte at a
+    /// time as the whole text, wherever a section's limit falls.
+    #[test]
+    fn missed_bytes_a_byte_at_a_time_at_every_limit() {
+        let texts = [
+            (
+                Dialect::KimiK2,
+                true,
+                "<|x <thinx <think>a </thinx <|tool_calls_x</think><|tool_calls_x <|tool_callz                  <|tool_calls_section_begin|><|tool_call_begin|>functions.f:0\
+                 <|tool_call_argument_begin|>{\"a\": \"<|tool_call_b <|tool_call_ <|tool_calls_x\"}\
+                 <|tool_call_end|><|tool_calls_section_end|> <|tool_call_section_x <|tool_calls_",
+            ),
+            (
+                Dialect::Phi4Mini,
+                false,
+                "function functi functoolz funct\u{e9} functools[{\"name\": \"f\", \"arguments\": {}}] funct",
+            ),
+            (
+                Dialect::DeepseekV3,
+                true,
+                "<think>a <｜tool▁calls▁x</think> <｜tool▁calls▁x <｜tool▁calls▁begin｜>\
+                 <｜tool▁call▁begin｜>f<｜tool▁sep｜>{\"a\": \"<｜tool▁s <｜tool▁calls▁e\"}\
+                 <｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+            ),
+        ];
+        for (dialect, think, text) in texts {
+            let config = |max_block_bytes| {
+                let mut cfg = ParserConfig::with_tools(["f", "g"]);
+                cfg.dialect = dialect;
+                cfg.think = think;
+                cfg.max_block_bytes = max_block_bytes;
+                cfg
+            };
+            assert!(
+                !parse(text, &config(1 << 20)).calls.is_empty(),
+                "{dialect}: no call"
+            );
+            for max_block_bytes in 1..text.len() + 2 {
+                let cfg = config(max_block_bytes);
+                let mut out = ModelResponse::default();
+                let mut p = Parser::new(cfg.clone());
+                for b in text.as_bytes() {
+                    p.push_bytes(std::slice::from_ref(b), &mut out);
+                }
+                p.finish(&mut out);
+                assert_eq!(out, parse(text, &cfg), "{dialect} limit {max_block_bytes}");
+            }
+        }
+    }
 
     /// The one-byte steps hold, switch and release marker starts in text and in sections; a byte
     /// at a time gives what the whole text gives, wherever a section's limit falls.
