@@ -2,6 +2,7 @@
 
 use super::json::Feed;
 use super::json::Member;
+use super::lane::{Kind, HERMES_AFTER_VALUE};
 use super::shape::{array_elements, judge_members, judge_object};
 use super::{agrees, match_prefix, Match, Parser, Sink, State, MAX_TAG_SPACE, OPEN_CALL, OPEN_USE};
 use super::{DialectProblem, ErrorKind, JsonSyntax, ParseError, ParseProblem};
@@ -198,13 +199,19 @@ impl Parser {
         true
     }
 
-    /// The lane of a block after its value (see `lane`): a tag being matched wants the next byte
-    /// of the first tag it begins (no tag begins another, so that byte leaves it incomplete);
-    /// otherwise the lane is closed.
+    /// The lane of a block after its value (see `lane`): blanks and commas right after the value
+    /// are appended; a tag being matched wants the next byte of the first tag it begins (no tag
+    /// begins another, so that byte leaves it incomplete); otherwise the lane is closed.
     pub(super) fn block_lane(&mut self) {
         let State::Block(block) = &self.state else {
             return self.lane.close();
         };
+        if block.phase == Phase::After {
+            let limit = self.config.max_block_bytes;
+            return self
+                .lane
+                .open(Kind::AfterValue { limit }, HERMES_AFTER_VALUE);
+        }
         if !matches!(block.phase, Phase::Tag { .. }) {
             return self.lane.close();
         }
@@ -538,7 +545,7 @@ impl Parser {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{parse, ParserConfig};
+    use super::super::{parse, ParserConfig, MAX_TAG_SPACE};
 
     #[test]
     fn oversized_block_is_released_and_reported() {
@@ -584,6 +591,43 @@ mod tests {
     fn the_limit_holds_a_byte_at_a_time() {
         let text = "a\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": \"é\\\"b\", \"n\": [1, 2.5]}}\n</tool_call>\ntail";
         bytewise_is_whole_at_every_limit(text);
+    }
+
+    /// The lane's blanks after an open tag and blanks, commas and a tag's `<` after a value (see
+    /// `block_lane`): byte input gives what the whole text gives, wherever the limit falls (in
+    /// the blanks, in the commas, at the `<`), with several values, junk after a value and a tag
+    /// that is not a block's.
+    #[test]
+    fn blanks_and_commas_after_a_value_a_byte_at_a_time() {
+        let texts = [
+            "<tool_call> \t\r\n{\"name\": \"f\"} ,\n, {\"name\": \"g\"}\r\n</tool_call>\ntail",
+            "<tool_call>\n{\"name\": \"f\"}\n x <b> </tool_call>",
+            "<tool_call>{\"name\": \"f\"}, <tool_call>{\"name\": \"g\"}</tool_call> <tool_use>",
+            "<tool_call>\n\n x</tool_call><tool_call>\n [{\"name\": \"f\"}]  <",
+        ];
+        for text in texts {
+            bytewise_is_whole_at_every_limit(text);
+        }
+    }
+
+    /// Blanks after an open tag are held with it up to `MAX_TAG_SPACE` bytes, the lane's ones
+    /// too: around that length byte input gives what the whole text gives.
+    #[test]
+    fn a_long_tag_space_a_byte_at_a_time() {
+        let cfg = ParserConfig::default();
+        for blanks in MAX_TAG_SPACE - 13..MAX_TAG_SPACE - 9 {
+            let text = format!(
+                "<tool_call>{}{{\"name\": \"f\"}}</tool_call>",
+                " ".repeat(blanks)
+            );
+            let mut out = crate::response::ModelResponse::default();
+            let mut p = super::super::Parser::new(cfg.clone());
+            for b in text.as_bytes() {
+                p.push_bytes(std::slice::from_ref(b), &mut out);
+            }
+            p.finish(&mut out);
+            assert_eq!(out, parse(&text, &cfg), "{blanks} blanks");
+        }
     }
 
     /// `text` fed a byte at a time gives what the whole text gives, at every block limit.

@@ -17,7 +17,7 @@
 //! ([`Parser::lane_newline`], [`Parser::lane_tick`]), and a call block's JSON value is appended
 //! for the scanner to read in one go when a byte that may end it comes ([`Kind::Json`]).
 
-use super::{utf8, Parser, Sink, State, OPEN_CALL};
+use super::{utf8, Parser, Sink, State, MAX_TAG_SPACE, OPEN_CALL};
 
 mod held;
 mod lone;
@@ -50,6 +50,13 @@ pub(crate) enum Kind {
     /// can end the value and only a `<` matters after a syntax error, and the lane stops at
     /// those.
     Json { limit: usize },
+    /// Blanks after hermes's complete open tag, added to the held tag (as `text` does while
+    /// the tag and its blanks stay within `MAX_TAG_SPACE`): a call's JSON follows.
+    TagSpace,
+    /// Blanks and commas after a value in a hermes call block, appended to the block (as
+    /// `block_general` does while it stays within `limit` bytes): a `<` then starts its close tag
+    /// ([`Parser::lane_hold`]).
+    AfterValue { limit: usize },
 }
 
 pub(crate) struct Lane {
@@ -396,20 +403,26 @@ const HERMES_LINE_START: usize = 1;
 const HERMES_SPAN: usize = 2;
 const HERMES_JSON: usize = 3;
 const HERMES_AFTER_LT: usize = 4;
+const HERMES_TAG_SPACE: usize = 5;
+pub(super) const HERMES_AFTER_VALUE: usize = 6;
 
 /// Hermes's lane; `open_markers` are the markers that open something in text (all start with `<`).
 pub(super) fn hermes(open_markers: &[&[u8]]) -> Lane {
     let text_stops = |b: u8| matches!(b, b'<' | b'`' | b'\n');
-    let mut lane = Lane::new(5, |set, b| match set {
+    let blank = |b: u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
+    let mut lane = Lane::new(7, |set, b| match set {
         HERMES_TEXT => text_stops(b),
-        HERMES_LINE_START => matches!(b, b'<' | b'`' | b' ' | b'\t' | b'\r' | b'\n'),
+        HERMES_LINE_START => matches!(b, b'<' | b'`') || blank(b),
         HERMES_SPAN => matches!(b, b'`' | b'\n'),
         HERMES_JSON => matches!(b, b'}' | b']' | b'<'),
+        HERMES_TAG_SPACE => !blank(b),
+        HERMES_AFTER_VALUE => !(blank(b) || b == b','),
         _ => text_stops(b) || open_markers.iter().any(|m| m.get(1) == Some(&b)),
     });
-    // Text holds a `<`, which every open marker starts with (`text_byte`).
-    lane.set_holds(5, |set, b| {
-        matches!(set, HERMES_TEXT | HERMES_LINE_START) && b == b'<'
+    // Text holds a `<`, which every open marker starts with (`text_byte`), and so does a block
+    // after its value, where every tag starts with it (`block_byte`).
+    lane.set_holds(7, |set, b| {
+        matches!(set, HERMES_TEXT | HERMES_LINE_START | HERMES_AFTER_VALUE) && b == b'<'
     });
     lane
 }
@@ -498,6 +511,18 @@ impl Parser {
                 self.buf.push_str(text);
                 self.json_pending += text.len();
             }
+            Kind::TagSpace => {
+                if self.held.len() + text.len() > MAX_TAG_SPACE {
+                    return false;
+                }
+                self.held.push_str(text);
+            }
+            Kind::AfterValue { limit } => {
+                if self.buf.len() + text.len() > limit {
+                    return false;
+                }
+                self.buf.push_str(text);
+            }
         }
         true
     }
@@ -525,6 +550,18 @@ impl Parser {
                 }
                 self.buf.push(c);
                 self.json_pending += c.len_utf8();
+            }
+            Kind::TagSpace => {
+                if self.held.len() + c.len_utf8() > MAX_TAG_SPACE {
+                    return false;
+                }
+                self.held.push(c);
+            }
+            Kind::AfterValue { limit } => {
+                if self.buf.len() + c.len_utf8() > limit {
+                    return false;
+                }
+                self.buf.push(c);
             }
         }
         true
@@ -655,6 +692,7 @@ impl Parser {
             State::Ticks { .. } | State::CodeSpan { .. } => self.run_lane(),
             State::TextTag if self.held == "<" => self.lt_lane(),
             State::TextTag => self.marker_lane(None),
+            State::TagSpace => self.lane.open(Kind::TagSpace, HERMES_TAG_SPACE),
             State::Block(block) if block.in_value() => {
                 let limit = self.config.max_block_bytes;
                 self.lane.open(Kind::Json { limit }, HERMES_JSON)

@@ -96,6 +96,14 @@ impl Parser {
                 self.lt_lane();
                 true
             }
+            // `block_byte` for a `<` after a block's value (`byte_step` then sets the lane up).
+            None if matches!(self.state, State::Block(_)) => {
+                let taken = self.block_byte(b);
+                if taken {
+                    self.block_lane();
+                }
+                taken
+            }
             None => false,
         }
     }
