@@ -476,8 +476,10 @@ impl Parser {
                     self.lane_push(s, sink)
                 } else if self.lane.wants_char(c) {
                     self.extend_held_char(c)
+                } else if self.lane.releases_char() {
+                    self.lane_release(c, sink)
                 } else {
-                    self.lane.releases_char() && self.lane_release(c, sink)
+                    self.lane.misses() && self.dialect.is_some() && self.lane_miss_char(s, sink)
                 };
                 if !taken {
                     self.push_general(s, sink);

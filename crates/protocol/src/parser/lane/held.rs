@@ -66,14 +66,24 @@ impl Parser {
     /// [`Engine::held_miss`]: crate::parser::dialect::engine::Engine::held_miss
     #[inline(never)]
     pub(super) fn lane_miss<S: Sink + ?Sized>(&mut self, b: u8, sink: &mut S) -> bool {
-        if self.utf8.pending() {
-            return false;
-        }
+        !self.utf8.pending() && self.miss(char::from(b).encode_utf8(&mut [0; 4]), sink)
+    }
+
+    /// [`Parser::lane_miss`] for a complete character `c` (a character of more than one byte
+    /// shows the held bytes were content, as DeepSeek's `▁` after a held `<｜tool▁call` in a
+    /// section does, or goes to the general path).
+    #[inline(never)]
+    pub(super) fn lane_miss_char<S: Sink + ?Sized>(&mut self, c: &str, sink: &mut S) -> bool {
+        self.miss(c, sink)
+    }
+
+    #[inline(always)]
+    fn miss<S: Sink + ?Sized>(&mut self, c: &str, sink: &mut S) -> bool {
         self.settle_lone();
         let taken = self
             .dialect
             .as_deref_mut()
-            .is_some_and(|engine| engine.held_miss(b, sink));
+            .is_some_and(|engine| engine.held_miss(c, sink));
         if taken {
             self.set_lane();
         }

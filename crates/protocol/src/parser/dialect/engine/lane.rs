@@ -270,15 +270,16 @@ impl Engine {
         true
     }
 
-    /// One ASCII byte after held bytes that the lane did not want: what [`Engine::byte_step`]
-    /// does with it when that was decided with the markers (see `scan::Step`), without its
-    /// search: `b` continues the held bytes towards another marker (held), or shows that they are
+    /// One character `c` after held bytes that the lane did not want: what [`Engine::byte_step`]
+    /// (for an ASCII byte) and [`Engine::push`] do with it when that was decided with the markers
+    /// (see `scan::Step`), without their search: `b` continues the held bytes towards another marker (held), or shows that they are
     /// content (they and `b` go out as the state's content). False, with nothing changed, in
     /// every other case. In a stream of markers most of a marker's bytes are wanted; this takes
     /// the byte where two markers part (kimi-k2's `<|tool_call_` and `<|tool_calls_`) and the
     /// byte that shows a marker's start was text (phi4-mini's `funct` of `function`).
-    pub(crate) fn held_miss<S: Sink + ?Sized>(&mut self, b: u8, sink: &mut S) -> bool {
-        let Some(marker) = self.held_marker else {
+    #[inline]
+    pub(crate) fn held_miss<S: Sink + ?Sized>(&mut self, c: &str, sink: &mut S) -> bool {
+        let (Some(marker), Some(&first)) = (self.held_marker, c.as_bytes().first()) else {
             return false;
         };
         if self.state == State::Text && self.at_start && self.spec.start_byte.is_some() {
@@ -290,25 +291,28 @@ impl Engine {
         };
         let markers = self.markers();
         if let Some((fork, to)) = step.fork {
-            if fork == b {
+            if c.len() == 1 && fork == first {
                 let to = markers.marker(to);
-                self.held.push(char::from(b));
+                self.held.push_str(c);
                 self.held_marker = Some(to);
                 return true;
             }
         }
         let content = step.releases
-            && marker.get(n) != Some(&b)
-            && !markers.may_start_with(b)
+            // (`c` is not the marker's next character: a character with the same first byte
+            // goes to the general path.)
+            && marker.get(n) != Some(&first)
+            && !markers.may_start_with(first)
             && !self.tracking()
-            && !self.content_overflows(n + 1);
+            && !self.content_overflows(n + c.len());
         if !content {
             return false;
         }
-        // `byte_step`'s release of the held bytes.
+        // `byte_step`'s release of the held bytes (the general path's, too, for a character:
+        // the held bytes, then the character, as the state's content).
         let held = std::mem::take(&mut self.held);
         self.content(&held, sink);
-        self.content(super::super::super::step::ascii(&b), sink);
+        self.content(c, sink);
         self.held = held;
         self.held.clear();
         self.held_marker = None;
@@ -393,8 +397,8 @@ mod tests {
 
     /// The lane's miss path (`held_miss`): held bytes that part from the wanted marker towards
     /// another (kimi-k2's `<|` after a `<` held for `<think>`, `<|tool_call_` in a section), and
-    /// held bytes that a byte shows to be content (in text, reasoning and sections), a byte at a
-    /// time as the whole text, wherever a section's limit falls.
+    /// held bytes that a byte or a character shows to be content (in text, reasoning and
+    /// sections), a byte at a time as the whole text, wherever a section's limit falls.
     #[test]
     fn missed_bytes_a_byte_at_a_time_at_every_limit() {
         let texts = [
@@ -413,8 +417,9 @@ mod tests {
             (
                 Dialect::DeepseekV3,
                 true,
-                "<think>a <｜tool▁calls▁x</think> <｜tool▁calls▁x <｜tool▁calls▁begin｜>\
-                 <｜tool▁call▁begin｜>f<｜tool▁sep｜>{\"a\": \"<｜tool▁s <｜tool▁calls▁e\"}\
+                "<think>a <｜tool▁calls▁x </thinké</think> <｜tool▁calls▁x <｜tool▁callsé <｜tool▁calls▁é \
+                 <｜tool▁calls▁begin｜>\
+                 <｜tool▁call▁begin｜>f<｜tool▁sep｜>{\"a\": \"<｜tool▁s <｜tool▁calls▁e <｜tool▁callé\"}\
                  <｜tool▁call▁end｜><｜tool▁calls▁end｜>",
             ),
         ];
