@@ -442,6 +442,11 @@ impl Parser {
                 return self.lane_char(char::from(b), sink);
             }
             if self.lane.holds(b) {
+                // A dialect's byte is held in the lane itself (see `lone`), inline: in prose the
+                // first byte of a marker comes up every few dozen bytes.
+                if self.dialect.is_some() {
+                    return self.lane.hold_lone(b);
+                }
                 return self.lane_hold(b);
             }
             if self.lane.ends_line(b) {

@@ -63,6 +63,7 @@ impl Lane {
     /// Holds `b` alone in the lane, if the current set has a hold for it, and sets the lane up as
     /// the engine's `set_lane` would with `b` held: the marker's next byte is wanted, and the
     /// release set releases it (the kind stays).
+    #[inline(always)]
     pub(crate) fn hold_lone(&mut self, b: u8) -> bool {
         let set = self.gate.mask.trailing_zeros() as usize;
         let first = usize::from(self.lone_first[usize::from(b)]);
