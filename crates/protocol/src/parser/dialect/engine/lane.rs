@@ -435,16 +435,7 @@ mod tests {
                 !parse(text, &config(1 << 20)).calls.is_empty(),
                 "{dialect}: no call"
             );
-            for max_block_bytes in 1..text.len() + 2 {
-                let cfg = config(max_block_bytes);
-                let mut out = ModelResponse::default();
-                let mut p = Parser::new(cfg.clone());
-                for b in text.as_bytes() {
-                    p.push_bytes(std::slice::from_ref(b), &mut out);
-                }
-                p.finish(&mut out);
-                assert_eq!(out, parse(text, &cfg), "{dialect} limit {max_block_bytes}");
-            }
+            bytewise_is_whole_at_every_limit(text, config);
         }
     }
 
@@ -474,21 +465,32 @@ mod tests {
             ),
         ];
         for (dialect, text) in texts {
-            let mut cfg = ParserConfig::with_tools(["f", "g"]);
-            cfg.dialect = dialect;
-            assert!(!parse(text, &cfg).calls.is_empty(), "{dialect}: no call");
-            for max_block_bytes in 1..text.len() + 2 {
+            let config = |max_block_bytes| {
                 let mut cfg = ParserConfig::with_tools(["f", "g"]);
                 cfg.dialect = dialect;
                 cfg.max_block_bytes = max_block_bytes;
-                let mut out = ModelResponse::default();
-                let mut p = Parser::new(cfg.clone());
-                for b in text.as_bytes() {
-                    p.push_bytes(std::slice::from_ref(b), &mut out);
-                }
-                p.finish(&mut out);
-                assert_eq!(out, parse(text, &cfg), "{dialect} limit {max_block_bytes}");
+                cfg
+            };
+            assert!(
+                !parse(text, &config(1 << 20)).calls.is_empty(),
+                "{dialect}: no call"
+            );
+            bytewise_is_whole_at_every_limit(text, config);
+        }
+    }
+
+    /// Fed a byte at a time, `text` gives what it gives whole, for every block limit from 1 byte
+    /// to past its length (`config` makes the configuration for a limit).
+    fn bytewise_is_whole_at_every_limit(text: &str, config: impl Fn(usize) -> ParserConfig) {
+        for max_block_bytes in 1..text.len() + 2 {
+            let cfg = config(max_block_bytes);
+            let mut out = ModelResponse::default();
+            let mut p = Parser::new(cfg.clone());
+            for b in text.as_bytes() {
+                p.push_bytes(std::slice::from_ref(b), &mut out);
             }
+            p.finish(&mut out);
+            assert_eq!(out, parse(text, &cfg), "{text} limit {max_block_bytes}");
         }
     }
 }
