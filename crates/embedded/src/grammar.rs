@@ -276,6 +276,20 @@ mod tests {
         assert!(g.contains("\"const\":\"b\""));
     }
 
+    /// The hermes forced call of `tool` grounded in `message`, which compiles unrelaxed.
+    fn grounded_call(f: &ParserFactory, tool: &ToolSpec, message: &str) -> ForcedCall {
+        let g = Grounding::from_message(message);
+        let call = build_forced_call(
+            Dialect::Hermes,
+            &[tool],
+            &Limits::default(),
+            Some(&g),
+            &|g| compiles(f, g),
+        );
+        assert!(call.relaxed.is_empty(), "{:?}", call.relaxed);
+        call
+    }
+
     #[test]
     fn a_grounded_call_takes_the_messages_spans_and_numbers_only() {
         let f = factory();
@@ -288,15 +302,7 @@ mod tests {
                 "code": {"type": "string"}
             }, "required": ["city", "days"]}),
         );
-        let g = Grounding::from_message("Weather in New York for 3 days?");
-        let call = build_forced_call(
-            Dialect::Hermes,
-            &[&tool],
-            &Limits::default(),
-            Some(&g),
-            &|g| compiles(&f, g),
-        );
-        assert!(call.relaxed.is_empty(), "{:?}", call.relaxed);
+        let call = grounded_call(&f, &tool, "Weather in New York for 3 days?");
         let with = |args: &str| {
             format!(r#"<tool_call>{{"name": "get_weather", "arguments": {args}}}</tool_call>"#)
         };
@@ -329,17 +335,11 @@ mod tests {
                 "tail": {"type": "string", "enum": ["one", "two"]}
             }, "required": ["group_a"]}),
         );
-        let g = Grounding::from_message(
+        let call = grounded_call(
+            &f,
+            &tool,
             "Compare [3, 4, 5] with [7, 8] at alpha 0.05, two tail, not assuming equal variance",
         );
-        let call = build_forced_call(
-            Dialect::Hermes,
-            &[&tool],
-            &Limits::default(),
-            Some(&g),
-            &|g| compiles(&f, g),
-        );
-        assert!(call.relaxed.is_empty(), "{:?}", call.relaxed);
         let with = |args: &str| {
             format!(r#"<tool_call>{{"name": "t_test", "arguments": {args}}}</tool_call>"#)
         };
