@@ -9,7 +9,8 @@
 //! target/release/examples/bytewise phi4-mini whole 20   # DIALECT CHUNK|whole [REPEAT]
 //! ```
 //!
-//! `--toggle-collect` counts the parser alone, not the making of the text.
+//! `--toggle-collect` counts the parser alone, not the making of the text. `BYTEWISE_FILE=PATH`
+//! feeds that file's text instead (to see what one kind of byte costs, say, with it replaced).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -51,6 +52,12 @@ fn parse(config: &ParserConfig, text: &str, chunk: Option<usize>) -> Count {
     let mut parser = Parser::new(config.clone());
     match chunk {
         None => parser.push(black_box(text), &mut count),
+        // A constant chunk size, as the benchmark's byte-at-a-time loop has.
+        Some(1) => {
+            for piece in black_box(text.as_bytes()).chunks(1) {
+                parser.push_bytes(piece, &mut count);
+            }
+        }
         Some(n) => {
             for piece in black_box(text.as_bytes()).chunks(n) {
                 parser.push_bytes(piece, &mut count);
@@ -67,7 +74,10 @@ fn main() -> ExitCode {
         eprintln!("usage: bytewise DIALECT [CHUNK_BYTES|whole] [REPEAT]");
         return ExitCode::from(2);
     };
-    let text = dialect_text::generate(dialect);
+    let text = match std::env::var("BYTEWISE_FILE") {
+        Ok(path) => std::fs::read_to_string(path).expect("BYTEWISE_FILE"),
+        Err(_) => dialect_text::generate(dialect),
+    };
     let chunk = match args.get(2).map(String::as_str) {
         None | Some("whole") => None,
         Some(n) => n.parse::<usize>().ok().map(|n| n.max(1)),

@@ -11,7 +11,9 @@
 //! - an optional number takes the number written right before the naming word (`3 bedrooms`),
 //!   else the first within [`NEAR`] words after it (`a radius of 4 inches`); two parameters of
 //!   one object named by the same word (`temperature1`, `temperature2`) take none;
-//! - a string enum takes those of its values the message writes as whole words (any case).
+//! - a string enum takes those of its values the message writes as whole words (any case);
+//! - a plain string takes those of the values its description quotes (`'Celsius' or
+//!   'Fahrenheit'`) that the message writes as whole tokens (any case).
 //!
 //! An optional parameter settled so is written: the generation schema requires it.
 //! The rules were measured on the ground truth of BFCL v4 `simple_python` and `multiple` before
@@ -19,7 +21,7 @@
 
 use serde_json::{Map, Number, Value};
 
-use super::{number_at, split_camel, within};
+use super::{number_at, number_word, plain, split_camel, within};
 
 /// Letters of a name word compared with a message word.
 const STEM: usize = 5;
@@ -100,7 +102,11 @@ impl Mentions {
                             || (c == '\'' && message[i + k + 1..].starts_with(char::is_alphabetic)))
                     })
                     .map_or(message.len(), |(k, _)| i + k);
-                tokens.push(Token::Word(message[i..end].to_lowercase()));
+                let word = &message[i..end];
+                tokens.push(match number_word(word) {
+                    Some(n) => Token::Number(n),
+                    None => Token::Word(word.to_lowercase()),
+                });
                 listed.push(plain_gap);
                 plain_gap = true;
                 i = end.max(i + c.len_utf8());
@@ -151,6 +157,16 @@ impl Mentions {
                 Some("boolean") => {
                     if let Some(at) = self.naming(key).first() {
                         others.push((key.clone(), Settled::Named(Value::Bool(!self.negated(*at)))));
+                    }
+                }
+                Some("string") if plain(map) => {
+                    let written: Vec<Value> = quoted_options(map.get("description"))
+                        .into_iter()
+                        .filter(|o| self.writes_token(o))
+                        .map(|o| Value::String(o.to_owned()))
+                        .collect();
+                    if !written.is_empty() {
+                        others.push((key.clone(), Settled::Values(written)));
                     }
                 }
                 Some(t @ ("number" | "integer")) if !required.contains(key) => {
@@ -266,6 +282,81 @@ impl Mentions {
     }
 }
 
+impl Mentions {
+    /// Whether the message writes `phrase` as a whole token or run of tokens (any case): not
+    /// glued to a letter, a digit or a sign such as the `#` of `C#`.
+    fn writes_token(&self, phrase: &str) -> bool {
+        let phrase = phrase.trim().to_lowercase();
+        if phrase.is_empty() {
+            return false;
+        }
+        let opens = |c: Option<char>| {
+            c.is_none_or(|c| c.is_whitespace() || matches!(c, '(' | '\'' | '"' | '“' | '‘'))
+        };
+        let closes = |c: Option<char>| {
+            c.is_none_or(|c| {
+                c.is_whitespace()
+                    || matches!(
+                        c,
+                        '.' | ',' | ';' | ':' | '!' | '?' | ')' | '\'' | '"' | '”' | '’'
+                    )
+            })
+        };
+        self.lower.match_indices(&phrase).any(|(at, _)| {
+            opens(self.lower[..at].chars().next_back())
+                && closes(self.lower[at + phrase.len()..].chars().next())
+        })
+    }
+}
+
+/// The values a parameter's description quotes (`'Celsius' or 'Fahrenheit'`, `e.g., "IPR"`):
+/// short runs between quote marks, the opening one not glued to a letter (an apostrophe is not
+/// a quote mark).
+fn quoted_options(description: Option<&Value>) -> Vec<&str> {
+    let Some(text) = description.and_then(Value::as_str) else {
+        return Vec::new();
+    };
+    let mut out: Vec<&str> = Vec::new();
+    let mut rest = text;
+    let mut before: Option<char> = None;
+    while let Some((at, mark)) = rest.char_indices().find(|&(k, c)| {
+        matches!(c, '\'' | '"')
+            && (if k == 0 {
+                before
+            } else {
+                rest[..k].chars().next_back()
+            })
+            .is_none_or(|b| !b.is_alphanumeric())
+    }) {
+        let inner = &rest[at + 1..];
+        let close = inner.find(mark).filter(|&end| {
+            let after = inner[end + 1..].chars().next();
+            (1..=MAX_OPTION).contains(&end)
+                && !inner[..end].starts_with(char::is_whitespace)
+                && !inner[..end].contains('\n')
+                && after.is_none_or(|a| !a.is_alphanumeric())
+        });
+        match close {
+            Some(end) => {
+                let option = &inner[..end];
+                if !out.contains(&option) {
+                    out.push(option);
+                }
+                before = Some(mark);
+                rest = &inner[end + 1..];
+            }
+            None => {
+                before = Some(mark);
+                rest = inner;
+            }
+        }
+    }
+    out
+}
+
+/// The longest value a description quotes that is taken for an option, in bytes.
+const MAX_OPTION: usize = 40;
+
 /// Whether a name word and a message word share their first [`STEM`] letters (all of a shorter
 /// name word).
 fn same_stem(name: &str, word: &str) -> bool {
@@ -365,6 +456,34 @@ mod tests {
         assert_eq!(p["root_type"]["enum"], json!(["all"]));
         // `walk` is inside `walking`: not written as a word.
         assert_eq!(p["mode"]["enum"], json!(["walk", "drive"]));
+    }
+
+    #[test]
+    fn a_plain_string_takes_the_options_its_description_quotes_that_the_message_writes() {
+        let props = json!({
+            "temp_unit": {"type": "string",
+                "description": "The temperature unit ('Celsius' or 'Fahrenheit'). Default is 'Fahrenheit'."},
+            "key": {"type": "string", "description": "The root, e.g., 'C', 'F#', 'Ab'."},
+            "model": {"type": "string", "description": "The user's model: \"Darwin\", \"Lamarck\"."},
+            "mode": {"type": "string", "format": "date", "description": "'celsius'"},
+            "note": {"type": "string", "description": "Free text, no options."}
+        });
+        let (keys, p) = settle(
+            "The C# scale, and the average temperature in celsius by Darwin's model",
+            props,
+        );
+        assert_eq!(keys, ["temp_unit", "model"], "{p}");
+        // Written as the description writes it; a possessive still writes the name.
+        assert_eq!(p["temp_unit"]["enum"], json!(["Celsius"]));
+        assert_eq!(p["model"]["enum"], json!(["Darwin"]));
+        // `C` is glued to `#`, and a string with a format is not plain.
+        for key in ["key", "mode", "note"] {
+            assert!(p[key].get("enum").is_none(), "{key}: {p}");
+        }
+        assert_eq!(
+            quoted_options(Some(&json!("The user's pick: 'a b' or \"c\", not 'x"))),
+            ["a b", "c"]
+        );
     }
 
     #[test]
