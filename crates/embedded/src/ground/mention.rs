@@ -21,7 +21,7 @@
 
 use serde_json::{Map, Number, Value};
 
-use super::{number_at, number_word, plain, split_camel, within};
+use super::{number_at, number_for, number_word, percent_at, plain, split_camel, within};
 
 /// Letters of a name word compared with a message word.
 const STEM: usize = 5;
@@ -63,6 +63,8 @@ pub(super) struct Mentions {
     /// The message in lower case, for finding an enum's values.
     lower: String,
     tokens: Vec<Token>,
+    /// The numbers the message writes as percentages (see [`number_for`]).
+    percents: Vec<Number>,
     /// Per token: whether only whitespace and commas (a sign aside) come between it and the
     /// token before, as between the items of a list.
     listed: Vec<bool>,
@@ -80,6 +82,7 @@ impl Mentions {
         let mut tokens = Vec::new();
         let mut listed = Vec::new();
         let mut plain_gap = false;
+        let mut percents = Vec::new();
         let mut i = 0;
         while i < bytes.len() {
             let b = bytes[i];
@@ -88,6 +91,9 @@ impl Mentions {
                 i = next.max(i + 1);
                 match number {
                     Some(n) => {
+                        if percent_at(bytes, next) {
+                            percents.push(n.clone());
+                        }
                         tokens.push(Token::Number(n));
                         listed.push(plain_gap);
                         plain_gap = true;
@@ -119,6 +125,7 @@ impl Mentions {
         Mentions {
             lower: message.to_lowercase(),
             tokens,
+            percents,
             listed,
         }
     }
@@ -171,11 +178,13 @@ impl Mentions {
                 }
                 Some(t @ ("number" | "integer")) if !required.contains(key) => {
                     let fits = |n: &Number| (t == "number" || !n.is_f64()) && within(map, n);
-                    if let Some((at, n)) = self
-                        .naming(key)
-                        .into_iter()
-                        .find_map(|at| self.number_near(at).filter(|n| fits(n)).map(|n| (at, n)))
-                    {
+                    let value = |n: Number| number_for(&n, &self.percents, key, map);
+                    if let Some((at, n)) = self.naming(key).into_iter().find_map(|at| {
+                        self.number_near(at)
+                            .map(value)
+                            .filter(|n| fits(n))
+                            .map(|n| (at, n))
+                    }) {
                         numbers.push((key.clone(), at, n));
                     }
                 }
