@@ -649,6 +649,39 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Whatever a user writes, grounding reads it without failing: every span it offers is
+        /// text of the message, and every number it offers a parameter fits the parameter.
+        #[test]
+        fn any_message_grounds_to_its_own_text_and_fitting_numbers(
+            message in r#"(?s)[a-zA-Z0-9 ,.%$'"“”‘’`\[\]()éß日\-+\n]{0,120}"#,
+        ) {
+            let g = Grounding::from_conversation(&message, &["skill-a: does x"]);
+            for span in &g.spans {
+                proptest::prop_assert!(message.contains(span.as_str()) || span == "skill-a" || span == "does");
+            }
+            let mut args = json!({
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "pattern": PLAIN_STRING_PATTERN},
+                    "count": {"type": "integer", "minimum": 0, "maximum": 1000},
+                    "rate": {"type": "number"},
+                    "unit": {"type": "string", "description": "'km' or 'mi'"}
+                },
+                "required": ["city", "count", "rate"]
+            });
+            g.ground(&mut args, 200);
+            let p = &args["properties"];
+            for n in p["count"]["enum"].as_array().into_iter().flatten() {
+                let n = n.as_i64();
+                proptest::prop_assert!(n.is_some_and(|n| (0..=1000).contains(&n)), "{n:?}");
+            }
+            for n in p["rate"]["enum"].as_array().into_iter().flatten() {
+                proptest::prop_assert!(n.is_number());
+            }
+        }
+    }
+
     #[test]
     fn a_percentage_is_a_fraction_unless_the_parameter_is_in_percent() {
         let g = Grounding::from_message("a rate of 5% over 3 years, 2.5 percent fee, 60 % light");
