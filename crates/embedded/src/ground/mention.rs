@@ -9,8 +9,9 @@
 //! - a boolean takes `true`, or `false` when a negation (`not`, `without`, `don't`, …) is among
 //!   the [`NEAR`] words before the naming word;
 //! - an optional number takes the number written right before the naming word (`3 bedrooms`),
-//!   else the first within [`NEAR`] words after it (`a radius of 4 inches`); two parameters of
-//!   one object named by the same word (`temperature1`, `temperature2`) take none;
+//!   else the first within [`NEAR`] words after it (`a radius of 4 inches`); two number
+//!   parameters of one object named by the same word (`temperature1`, `temperature2`; a
+//!   required one counts) take none;
 //! - a string enum takes those of its values the message writes as whole words (any case);
 //! - a plain string takes those of the values its description quotes (`'Celsius' or
 //!   'Fahrenheit'`) that the message writes as whole tokens (any case).
@@ -191,8 +192,25 @@ impl Mentions {
                 _ => {}
             }
         }
+        // Every number parameter's naming words, required ones included: a word that names two
+        // ("4 light years" names both `distance_in_light_years` and `speed_of_light`) says
+        // which number is whose no more than it does for two optional ones.
+        let named_numbers: Vec<(&String, Vec<usize>)> = properties
+            .iter()
+            .filter(|(_, schema)| {
+                matches!(
+                    schema.get("type").and_then(Value::as_str),
+                    Some("number" | "integer")
+                )
+            })
+            .map(|(key, _)| (key, self.naming(key)))
+            .collect();
         for (key, at, n) in &numbers {
-            if numbers.iter().filter(|(_, a, _)| a == at).count() == 1 {
+            let naming = named_numbers
+                .iter()
+                .filter(|(other, places)| *other != key && places.contains(at))
+                .count();
+            if naming == 0 {
                 others.push((key.clone(), Settled::Named(Value::Number(n.clone()))));
             }
         }
@@ -447,6 +465,16 @@ mod tests {
         // An integer parameter takes no fraction.
         let (keys, _) = settle("a count of 2.5", json!({"count": {"type": "integer"}}));
         assert!(keys.is_empty());
+        // A required parameter named by the same word counts too.
+        let Value::Object(mut props) = json!({
+            "distance_in_light_years": {"type": "number"},
+            "speed_of_light": {"type": "number"}
+        }) else {
+            unreachable!()
+        };
+        let keys = Mentions::from_message("a star 4 light years away")
+            .settle(&mut props, &["distance_in_light_years".to_owned()]);
+        assert!(keys.is_empty(), "{keys:?}");
     }
 
     #[test]
