@@ -307,9 +307,7 @@ impl Mentions {
                 && !word(self.lower[at + phrase.len()..].chars().next())
         })
     }
-}
 
-impl Mentions {
     /// Whether the message writes `phrase` as a whole token or run of tokens (any case): not
     /// glued to a letter, a digit or a sign such as the `#` of `C#`.
     fn writes_token(&self, phrase: &str) -> bool {
