@@ -17,6 +17,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use toolbridge_protocol::texts::{self, CallTag};
 use toolbridge_protocol::types::ToolSpec;
 
@@ -594,6 +595,36 @@ pub fn signals(
     })
 }
 
+/// Whether calling `tool` takes a number: one of its required parameters is an `integer` or a
+/// `number` (or an array of them). `auto` does not make such a call when the user's messages
+/// write no number ([`writes_a_number`]): a small model asked for a number nobody gave invents
+/// one. Measured on BFCL v4 before use (the tool's schema and the message only, no model run):
+/// every offered tool needs a number the message does not write in 68 of the 240 `irrelevance`
+/// requests, and in 4 of the 400 `simple_python` and 3 of the 200 `multiple` ones, none of which
+/// the model's call got right (docs/src/embedded.md).
+pub fn needs_a_number(tool: &ToolSpec) -> bool {
+    let Some(schema) = tool.parameters.as_ref() else {
+        return false;
+    };
+    let numeric = |s: &Value| {
+        let is_number = |t: &Value| matches!(t.as_str(), Some("integer" | "number" | "float"));
+        match &s["type"] {
+            Value::Array(types) => !types.is_empty() && types.iter().all(is_number),
+            t if t.as_str() == Some("array") => is_number(&s["items"]["type"]),
+            t => is_number(t),
+        }
+    };
+    let required = schema["required"].as_array().into_iter().flatten();
+    required
+        .filter_map(Value::as_str)
+        .any(|name| schema["properties"].get(name).is_some_and(numeric))
+}
+
+/// Whether `text` writes a number, in digits or as a word, as argument grounding reads them.
+pub fn writes_a_number(text: &str) -> bool {
+    !crate::ground::scan_numbers(text).is_empty()
+}
+
 /// Per tool, the log-probability of the use sentence with the tool's first description sentence
 /// ("I will use the tool NAME: …") as the answer to `message` after the neutral system prompt.
 fn describe_scores(
@@ -665,6 +696,48 @@ mod tests {
         assert_eq!(shared_words("What is the weather in Paris?", &t), 1);
         assert_eq!(shared_words("Current weather, please", &t), 2);
         assert_eq!(shared_words("Tell me a joke", &t), 0);
+    }
+
+    #[test]
+    fn a_tool_needs_a_number_when_a_required_parameter_is_one() {
+        let tool = |properties: Value, required: Value| {
+            ToolSpec::new(
+                "t",
+                "",
+                json!({"type": "object", "properties": properties, "required": required}),
+            )
+        };
+        let needs =
+            |properties: Value, required: Value| needs_a_number(&tool(properties, required));
+        assert!(needs(json!({"n": {"type": "integer"}}), json!(["n"])));
+        assert!(needs(json!({"x": {"type": "number"}}), json!(["x"])));
+        assert!(needs(
+            json!({"xs": {"type": "array", "items": {"type": "number"}}}),
+            json!(["xs"])
+        ));
+        assert!(needs(json!({"n": {"type": ["integer"]}}), json!(["n"])));
+        // Optional, nullable, text, a list of words, a required name without a property, or no
+        // schema at all: nothing to invent.
+        assert!(!needs(json!({"n": {"type": "integer"}}), json!([])));
+        assert!(!needs(
+            json!({"n": {"type": ["integer", "null"]}}),
+            json!(["n"])
+        ));
+        assert!(!needs(json!({"s": {"type": "string"}}), json!(["s"])));
+        assert!(!needs(
+            json!({"xs": {"type": "array", "items": {"type": "string"}}}),
+            json!(["xs"])
+        ));
+        assert!(!needs(json!({}), json!(["n"])));
+        let mut bare = tool(json!({}), json!([]));
+        bare.parameters = None;
+        assert!(!needs_a_number(&bare));
+        // Numbers as grounding reads them: digits, words; not digits inside a word.
+        assert!(writes_a_number("Weather in Paris for 2 days?"));
+        assert!(writes_a_number("for two days"));
+        assert!(writes_a_number("a rate of 5%"));
+        assert!(!writes_a_number("Look up the sample DNA123 in Paris."));
+        assert!(!writes_a_number("What is the capital of France?"));
     }
 
     #[test]

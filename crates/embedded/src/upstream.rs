@@ -196,6 +196,12 @@ impl EmbeddedUpstream {
             Some(ToolChoice::Required) | Some(ToolChoice::Named(_))
         );
         let after_tool = matches!(request.messages.last(), Some(Message::Tool { .. }));
+        // A gated `auto` calls no tool whose numbers it would have to invent (auto::needs_a_number).
+        let numbers_written = request.messages.iter().any(|m| match m {
+            Message::User { content, .. } => auto::writes_a_number(&content.text()),
+            _ => false,
+        });
+        let suppliable = |t: &ToolSpec| numbers_written || !auto::needs_a_number(t);
         let mut tools = offered.clone();
         let decision = if offered.is_empty() {
             Decision::Text
@@ -223,6 +229,14 @@ impl EmbeddedUpstream {
                     Decision::Text
                 }
                 AutoStrategy::CallThenAnswer => Decision::Call,
+                AutoStrategy::Route { .. }
+                | AutoStrategy::Relevance { .. }
+                | AutoStrategy::Mutual { .. }
+                    if !offered.iter().any(|t| suppliable(t)) =>
+                {
+                    tracing::debug!("embedded auto: every tool needs a number no message writes");
+                    Decision::Text
+                }
                 AutoStrategy::Relevance { bias, pick } | AutoStrategy::Mutual { bias, pick } => {
                     let message = last_user_text(request);
                     // The gate's score and the channel scores its pick reuses.
@@ -258,10 +272,7 @@ impl EmbeddedUpstream {
                             pick,
                             Some(&channel),
                         )?;
-                        if pick != Pick::Grammar {
-                            tools = offered.get(i).map(|t| vec![*t]).unwrap_or(tools);
-                        }
-                        Decision::Call
+                        picked_call(&offered, &mut tools, i, pick, suppliable)
                     } else {
                         Decision::Text
                     }
@@ -270,10 +281,7 @@ impl EmbeddedUpstream {
                     if auto::gate(&self.engine, &prompt, margin)? {
                         let message = last_user_text(request);
                         let i = auto::pick(&self.engine, &prompt, &message, &offered, pick)?;
-                        if pick != Pick::Grammar {
-                            tools = offered.get(i).map(|t| vec![*t]).unwrap_or(tools);
-                        }
-                        Decision::Call
+                        picked_call(&offered, &mut tools, i, pick, suppliable)
                     } else {
                         Decision::Text
                     }
@@ -366,6 +374,32 @@ impl EmbeddedUpstream {
 }
 
 /// The text of the request's latest user message (empty when there is none).
+/// The decision once `auto`'s gate called and its pick chose tool `i`: a call offering that tool
+/// alone (all of them when the grammar picks), or text when the tool needs a number no message
+/// writes.
+fn picked_call<'t>(
+    offered: &[&'t ToolSpec],
+    tools: &mut Vec<&'t ToolSpec>,
+    i: usize,
+    pick: Pick,
+    suppliable: impl Fn(&ToolSpec) -> bool,
+) -> Decision {
+    if pick == Pick::Grammar {
+        return Decision::Call;
+    }
+    match offered.get(i) {
+        Some(tool) if !suppliable(tool) => {
+            tracing::debug!(tool = %tool.name, "embedded auto: the tool needs a number no message writes");
+            Decision::Text
+        }
+        Some(tool) => {
+            *tools = vec![*tool];
+            Decision::Call
+        }
+        None => Decision::Call,
+    }
+}
+
 fn last_user_text(request: &ChatRequest) -> String {
     request
         .messages

@@ -404,6 +404,105 @@ async fn required_over_several_tools_picks_the_tool_as_auto_does() {
 }
 
 #[tokio::test]
+async fn a_gated_auto_calls_no_tool_whose_numbers_no_message_writes() {
+    let engine = Arc::new(common::tiny_engine());
+    // The weather tool needs `days`, an integer; the time tool needs none.
+    let asking = |text: &str, tools: &[ToolSpec], choice: Option<ToolChoice>| {
+        let mut r = request(tools.to_vec(), choice, 0);
+        r.messages[1] = Message::user(text);
+        r
+    };
+    let weather = [common::weather_tool()];
+    let both = [common::weather_tool(), time_tool()];
+    // Gates pushed open, so only the numbers decide.
+    for auto in [
+        AutoStrategy::Mutual {
+            bias: 1e9,
+            pick: Pick::Channel,
+        },
+        AutoStrategy::Relevance {
+            bias: 1e9,
+            pick: Pick::Channel,
+        },
+        AutoStrategy::Route {
+            margin: 1e9,
+            pick: Pick::Channel,
+        },
+    ] {
+        let up = with_auto(&engine, auto);
+        let decide = |r: ChatRequest| up.plan(&r).unwrap().1;
+        assert_eq!(
+            decide(asking("Weather in Paris?", &weather, None)),
+            Decision::Text,
+            "{auto:?}"
+        );
+        for written in [
+            "Weather in Paris for 3 days?",
+            "Weather in Paris for two days?",
+        ] {
+            assert_eq!(
+                decide(asking(written, &weather, None)),
+                Decision::Call,
+                "{auto:?}: {written}"
+            );
+        }
+        // A number in an earlier user message counts.
+        let mut earlier = asking("And in Paris?", &weather, None);
+        earlier
+            .messages
+            .insert(1, Message::user("Weather in Rome for 3 days?"));
+        earlier.messages.insert(2, Message::assistant("Sunny."));
+        assert_eq!(decide(earlier), Decision::Call, "{auto:?}");
+        // Over both tools the pick decides: a call to the time tool, none to the weather tool.
+        let req = asking("Weather in Paris or the time in UTC?", &both, None);
+        let (prompt, _) = up.render(&req);
+        let offered: Vec<&ToolSpec> = both.iter().collect();
+        let best = toolbridge_embedded::auto::pick(
+            &engine,
+            &prompt,
+            "Weather in Paris or the time in UTC?",
+            &offered,
+            Pick::Channel,
+        )
+        .unwrap();
+        let (plan, decision) = up.plan(&req).unwrap();
+        if both[best].name == "get_time" {
+            assert_eq!(decision, Decision::Call, "{auto:?}");
+            match plan.generation.constraint {
+                Constraint::Call { grammar, .. } => {
+                    assert!(grammar.contains("\"const\":\"get_time\""), "{grammar}")
+                }
+                other => panic!("{other:?}"),
+            }
+        } else {
+            assert_eq!(decision, Decision::Text, "{auto:?}");
+        }
+        // `required` and a named tool still call: the client asked for the call.
+        for choice in [
+            ToolChoice::Required,
+            ToolChoice::Named("get_weather".into()),
+        ] {
+            let r = asking("Weather in Paris?", &weather, Some(choice));
+            assert_eq!(decide(r), Decision::Call, "{auto:?}");
+        }
+    }
+    // A grammar-picked call is made when some tool needs no number: the grammar may choose it.
+    let up = with_auto(
+        &engine,
+        AutoStrategy::Route {
+            margin: 1e9,
+            pick: Pick::Grammar,
+        },
+    );
+    let (_, decision) = up.plan(&asking("Weather in Paris?", &both, None)).unwrap();
+    assert_eq!(decision, Decision::Call);
+    let (_, decision) = up
+        .plan(&asking("Weather in Paris?", &weather, None))
+        .unwrap();
+    assert_eq!(decision, Decision::Text);
+}
+
+#[tokio::test]
 async fn the_relevance_gate_measures_every_tool_and_offers_the_picked_one() {
     let engine = Arc::new(common::tiny_engine());
     let relevance = |bias: f32| {
