@@ -26,6 +26,7 @@ use serde_json::{Map, Number, Value};
 
 use crate::schema::PLAIN_STRING_PATTERN;
 
+mod dates;
 mod mention;
 mod spans;
 
@@ -81,6 +82,8 @@ pub struct Grounding {
     percents: Vec<Number>,
     /// The numbers the message writes at least once otherwise.
     plain: Vec<Number>,
+    /// The dates the message writes (see `dates.rs`).
+    dates: Vec<dates::Date>,
     mentions: Mentions,
 }
 
@@ -112,6 +115,7 @@ impl Grounding {
             numbers: numbers(message, Written::Any),
             percents: numbers(message, Written::AsPercentage),
             plain: numbers(message, Written::Plain),
+            dates: dates::dates(message),
             mentions: Mentions::from_message(message),
         }
     }
@@ -205,18 +209,25 @@ impl Grounding {
                 // A place the description's example writes with its state's code ("The city
                 // and state, e.g. New York, NY") is offered in that form when the message names
                 // it (see `place_example`).
-                let example = map
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .and_then(place_example);
-                let offered: Vec<Value> = self
-                    .spans
-                    .iter()
-                    .filter(|s| !labelled(s))
-                    .map(|s| match example {
-                        Some((place, code)) if s == place => format!("{s}, {code}"),
-                        _ => s.clone(),
-                    })
+                let description = map.get("description").and_then(Value::as_str);
+                let example = description.and_then(place_example);
+                let offered: Vec<String> =
+                    if dates::is_date_parameter(name) && !self.dates.is_empty() {
+                        // A date: one the message writes, in the description's form.
+                        let form = dates::Form::of(description.unwrap_or_default());
+                        self.dates.iter().map(|&d| form.write(d)).collect()
+                    } else {
+                        self.spans
+                            .iter()
+                            .filter(|s| !labelled(s))
+                            .map(|s| match example {
+                                Some((place, code)) if s == place => format!("{s}, {code}"),
+                                _ => s.clone(),
+                            })
+                            .collect()
+                    };
+                let offered: Vec<Value> = offered
+                    .into_iter()
                     .filter(|s| (least..=most.min(max)).contains(&s.chars().count()))
                     .map(Value::String)
                     .collect();
@@ -949,6 +960,33 @@ mod tests {
         // Another place than the example's is offered as written.
         let area = args["properties"]["area"]["enum"].as_array().unwrap();
         assert!(area.contains(&json!("New York")), "{area:?}");
+    }
+
+    #[test]
+    fn a_date_parameter_takes_the_messages_dates_in_its_descriptions_form() {
+        let g = Grounding::from_message("Book from July 10, 2022 to July 20, 2022 in Paris");
+        let mut args = json!({"type": "object", "properties": {
+            "from_date": {"type": "string", "description": "The format is MM-DD-YYYY."},
+            "to_date": {"type": "string"},
+            "city": {"type": "string"}
+        }, "required": ["from_date", "to_date", "city"]});
+        g.ground(&mut args, 200);
+        let p = &args["properties"];
+        assert_eq!(p["from_date"]["enum"], json!(["07-10-2022", "07-20-2022"]));
+        assert_eq!(p["to_date"]["enum"], json!(["2022-07-10", "2022-07-20"]));
+        assert!(p["city"]["enum"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("Paris")));
+        // Without a date in the message, a date parameter takes the spans as any string does.
+        let g = Grounding::from_message("Book for next weekend");
+        let mut args = json!({"type": "object", "properties": {"date": {"type": "string"}},
+            "required": ["date"]});
+        g.ground(&mut args, 200);
+        assert!(args["properties"]["date"]["enum"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("next weekend")));
     }
 
     #[test]
