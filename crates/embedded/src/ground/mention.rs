@@ -22,7 +22,8 @@
 
 use serde_json::{Map, Number, Value};
 
-use super::{number_at, number_for, number_word, percent_at, plain, split_camel, within};
+use super::numbers::{number_at, number_for, number_word, percent_at};
+use super::{plain, split_camel, within};
 
 /// Letters of a name word compared with a message word.
 const STEM: usize = 5;
