@@ -596,9 +596,9 @@ pub fn signals(
 }
 
 /// Whether calling `tool` takes a number: one of its required parameters is an `integer` or a
-/// `number` (or an array of them). `auto` does not make such a call when the user's messages
-/// write no number ([`writes_a_number`]): a small model asked for a number nobody gave invents
-/// one. Measured on BFCL v4 before use (the tool's schema and the message only, no model run):
+/// `number` (or an array of them) that the schema does not list (`enum`, `const`). `auto` does not
+/// make such a call when no user message or tool result writes a number ([`writes_a_number`]):
+/// a small model asked for a number nobody gave invents one. Measured on BFCL v4 before use (the tool's schema and the message only, no model run):
 /// every offered tool needs a number the message does not write in 68 of the 240 `irrelevance`
 /// requests, and in 4 of the 400 `simple_python` and 3 of the 200 `multiple` ones, none of which
 /// the model's call got right (docs/src/embedded.md).
@@ -607,6 +607,10 @@ pub fn needs_a_number(tool: &ToolSpec) -> bool {
         return false;
     };
     let numeric = |s: &Value| {
+        // A number the schema lists (`enum`, `const`) is chosen, not invented.
+        if s.get("enum").is_some() || s.get("const").is_some() {
+            return false;
+        }
         let is_number = |t: &Value| matches!(t.as_str(), Some("integer" | "number" | "float"));
         match &s["type"] {
             Value::Array(types) => !types.is_empty() && types.iter().all(is_number),
@@ -719,6 +723,14 @@ mod tests {
         // Optional, nullable, text, a list of words, a required name without a property, or no
         // schema at all: nothing to invent.
         assert!(!needs(json!({"n": {"type": "integer"}}), json!([])));
+        assert!(!needs(
+            json!({"n": {"type": "integer", "enum": [1, 2]}}),
+            json!(["n"])
+        ));
+        assert!(!needs(
+            json!({"n": {"type": "integer", "const": 3}}),
+            json!(["n"])
+        ));
         assert!(!needs(
             json!({"n": {"type": ["integer", "null"]}}),
             json!(["n"])

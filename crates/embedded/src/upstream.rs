@@ -197,8 +197,11 @@ impl EmbeddedUpstream {
         );
         let after_tool = matches!(request.messages.last(), Some(Message::Tool { .. }));
         // A gated `auto` calls no tool whose numbers it would have to invent (auto::needs_a_number).
+        // Counted over the user's messages and the tools' results (a number a tool listed may be
+        // what "cancel it" refers to), not the system's or the model's own.
         let numbers_written = request.messages.iter().any(|m| match m {
             Message::User { content, .. } => auto::writes_a_number(&content.text()),
+            Message::Tool { content, .. } => auto::writes_a_number(&content.text()),
             _ => false,
         });
         let suppliable = |t: &ToolSpec| numbers_written || !auto::needs_a_number(t);
@@ -272,7 +275,9 @@ impl EmbeddedUpstream {
                             pick,
                             Some(&channel),
                         )?;
-                        picked_call(&offered, &mut tools, i, pick, suppliable)
+                        let (decision, picked) = picked_call(&offered, i, pick, suppliable);
+                        tools = picked;
+                        decision
                     } else {
                         Decision::Text
                     }
@@ -281,7 +286,9 @@ impl EmbeddedUpstream {
                     if auto::gate(&self.engine, &prompt, margin)? {
                         let message = last_user_text(request);
                         let i = auto::pick(&self.engine, &prompt, &message, &offered, pick)?;
-                        picked_call(&offered, &mut tools, i, pick, suppliable)
+                        let (decision, picked) = picked_call(&offered, i, pick, suppliable);
+                        tools = picked;
+                        decision
                     } else {
                         Decision::Text
                     }
@@ -373,33 +380,31 @@ impl EmbeddedUpstream {
     }
 }
 
-/// The text of the request's latest user message (empty when there is none).
 /// The decision once `auto`'s gate called and its pick chose tool `i`: a call offering that tool
-/// alone (all of them when the grammar picks), or text when the tool needs a number no message
-/// writes.
+/// alone, or text when the tool needs a number no message writes. When the grammar picks (or the
+/// index is out of range), the call offers every tool that needs no such number; the caller has
+/// made sure there is one.
 fn picked_call<'t>(
     offered: &[&'t ToolSpec],
-    tools: &mut Vec<&'t ToolSpec>,
     i: usize,
     pick: Pick,
     suppliable: impl Fn(&ToolSpec) -> bool,
-) -> Decision {
-    if pick == Pick::Grammar {
-        return Decision::Call;
-    }
-    match offered.get(i) {
+) -> (Decision, Vec<&'t ToolSpec>) {
+    let chosen = offered.get(i).filter(|_| pick != Pick::Grammar);
+    match chosen {
         Some(tool) if !suppliable(tool) => {
             tracing::debug!(tool = %tool.name, "embedded auto: the tool needs a number no message writes");
-            Decision::Text
+            (Decision::Text, offered.to_vec())
         }
-        Some(tool) => {
-            *tools = vec![*tool];
-            Decision::Call
+        Some(tool) => (Decision::Call, vec![*tool]),
+        None => {
+            let able: Vec<&ToolSpec> = offered.iter().copied().filter(|t| suppliable(t)).collect();
+            (Decision::Call, able)
         }
-        None => Decision::Call,
     }
 }
 
+/// The text of the request's latest user message (empty when there is none).
 fn last_user_text(request: &ChatRequest) -> String {
     request
         .messages
@@ -684,6 +689,33 @@ impl Upstream for EmbeddedUpstream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_picked_call_offers_the_picked_tool_unless_it_needs_an_unwritten_number() {
+        use serde_json::json;
+        let counts = ToolSpec::new(
+            "count",
+            "",
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+        );
+        let names = ToolSpec::new("name", "", json!({"type": "object"}));
+        let offered = [&counts, &names];
+        let no_numbers = |t: &ToolSpec| !crate::auto::needs_a_number(t);
+        let named =
+            |tools: &[&ToolSpec]| -> Vec<String> { tools.iter().map(|t| t.name.clone()).collect() };
+        let (d, t) = picked_call(&offered, 1, Pick::Channel, no_numbers);
+        assert_eq!((d, named(&t)), (Decision::Call, vec!["name".to_owned()]));
+        let (d, _) = picked_call(&offered, 0, Pick::Channel, no_numbers);
+        assert_eq!(d, Decision::Text);
+        // With numbers written, the picked tool is called.
+        let (d, t) = picked_call(&offered, 0, Pick::Channel, |_: &ToolSpec| true);
+        assert_eq!((d, named(&t)), (Decision::Call, vec!["count".to_owned()]));
+        // The grammar's pick, or an index out of range: every tool that can be called.
+        for (i, pick) in [(0, Pick::Grammar), (7, Pick::Channel)] {
+            let (d, t) = picked_call(&offered, i, pick, no_numbers);
+            assert_eq!((d, named(&t)), (Decision::Call, vec!["name".to_owned()]));
+        }
+    }
 
     #[test]
     fn a_call_block_is_read_whole_even_with_the_close_tag_in_a_string() {

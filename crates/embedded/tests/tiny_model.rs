@@ -486,7 +486,7 @@ async fn a_gated_auto_calls_no_tool_whose_numbers_no_message_writes() {
             assert_eq!(decide(r), Decision::Call, "{auto:?}");
         }
     }
-    // A grammar-picked call is made when some tool needs no number: the grammar may choose it.
+    // When the grammar picks, it is offered only the tools that need no unwritten number.
     let up = with_auto(
         &engine,
         AutoStrategy::Route {
@@ -494,12 +494,43 @@ async fn a_gated_auto_calls_no_tool_whose_numbers_no_message_writes() {
             pick: Pick::Grammar,
         },
     );
-    let (_, decision) = up.plan(&asking("Weather in Paris?", &both, None)).unwrap();
+    let (plan, decision) = up.plan(&asking("Weather in Paris?", &both, None)).unwrap();
     assert_eq!(decision, Decision::Call);
+    match plan.generation.constraint {
+        Constraint::Call { grammar, .. } => {
+            assert!(grammar.contains("\"const\":\"get_time\""), "{grammar}");
+            assert_eq!(tools_named(&grammar), 1, "{grammar}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let (plan, _) = up
+        .plan(&asking("Weather in Paris for 2 days?", &both, None))
+        .unwrap();
+    match plan.generation.constraint {
+        Constraint::Call { grammar, .. } => assert_eq!(tools_named(&grammar), 2, "{grammar}"),
+        other => panic!("{other:?}"),
+    }
     let (_, decision) = up
         .plan(&asking("Weather in Paris?", &weather, None))
         .unwrap();
     assert_eq!(decision, Decision::Text);
+    // A number a tool's result wrote counts too ("cancel it" after a list of orders).
+    let mut after = asking("Weather in Paris?", &weather, None);
+    after.messages.insert(
+        1,
+        Message::assistant_calls(
+            None,
+            vec![toolbridge_protocol::types::ToolCall {
+                id: "c1".into(),
+                name: "get_time".into(),
+                arguments: "{}".into(),
+            }],
+        ),
+    );
+    after
+        .messages
+        .insert(2, Message::tool_result("c1", "Order 4411 is open", false));
+    assert_eq!(up.plan(&after).unwrap().1, Decision::Call);
 }
 
 #[tokio::test]

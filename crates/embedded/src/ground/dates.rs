@@ -9,12 +9,15 @@
 //! date, 23 accept the date so written (the other is a stay's end the message gives as a number
 //! of nights).
 
-/// A calendar date as the message writes it: year, month (1–12), day (1–31).
+/// A calendar date as the message writes it: year, month (1–12), day (of that month).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Date {
     year: u16,
     month: u8,
     day: u8,
+    /// Written as two numbers that could each be the month (`05/03/2022`): read month first,
+    /// and day first where the description's form is.
+    either_way: bool,
 }
 
 const MONTHS: [&str; 12] = [
@@ -22,16 +25,30 @@ const MONTHS: [&str; 12] = [
 ];
 
 /// The forms a description may name, by the marks that name them (lower case), and how each
-/// writes a date; ISO 8601 when none is named.
+/// writes a date; ISO 8601 when none is named. A year of any length (`MM-DD-YYY` was seen) is
+/// written with four digits.
 const FORMS: &[(&str, Form)] = &[
     ("y-mm-dd", Form::Iso),
+    ("%y-%m-%d", Form::Iso),
     ("mm-dd-y", Form::MonthFirst('-')),
+    ("%m-%d-%y", Form::MonthFirst('-')),
     ("dd-mm-y", Form::DayFirst('-')),
+    ("%d-%m-%y", Form::DayFirst('-')),
     ("y/mm/dd", Form::YearFirst('/')),
+    ("%y/%m/%d", Form::YearFirst('/')),
     ("mm/dd/y", Form::MonthFirst('/')),
+    ("%m/%d/%y", Form::MonthFirst('/')),
     ("dd/mm/y", Form::DayFirst('/')),
+    ("%d/%m/%y", Form::DayFirst('/')),
+    ("y.mm.dd", Form::YearFirst('.')),
+    ("mm.dd.y", Form::MonthFirst('.')),
+    ("dd.mm.y", Form::DayFirst('.')),
+    ("%d.%m.%y", Form::DayFirst('.')),
     ("month-day-year", Form::MonthFirst('-')),
+    ("month/day/year", Form::MonthFirst('/')),
     ("day-month-year", Form::DayFirst('-')),
+    ("day/month/year", Form::DayFirst('/')),
+    ("year-month-day", Form::Iso),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,17 +60,27 @@ pub(super) enum Form {
 }
 
 impl Form {
-    /// The form `description` names, ISO 8601 when it names none.
+    /// The form `description` names first, ISO 8601 when it names none.
     pub(super) fn of(description: &str) -> Form {
         let lower = description.to_ascii_lowercase();
         FORMS
             .iter()
-            .find(|(mark, _)| lower.contains(mark))
-            .map_or(Form::Iso, |&(_, form)| form)
+            .filter_map(|&(mark, form)| lower.find(mark).map(|at| (at, form)))
+            .min_by_key(|&(at, _)| at)
+            .map_or(Form::Iso, |(_, form)| form)
     }
 
     pub(super) fn write(self, d: Date) -> String {
-        let Date { year, month, day } = d;
+        let Date {
+            year,
+            mut month,
+            mut day,
+            either_way,
+        } = d;
+        if either_way && matches!(self, Form::DayFirst(_)) {
+            // The message wrote it as this form does: keep its order.
+            std::mem::swap(&mut month, &mut day);
+        }
         match self {
             Form::Iso => format!("{year:04}-{month:02}-{day:02}"),
             Form::YearFirst(s) => format!("{year:04}{s}{month:02}{s}{day:02}"),
@@ -63,12 +90,13 @@ impl Form {
     }
 }
 
-/// Whether a parameter is a date by its name: one of its words is `date` (`start_date`,
-/// `birthDate`).
+/// Whether a parameter is a date by its name: its last word is `date` (`start_date`,
+/// `birthDate`; not `date_format`).
 pub(super) fn is_date_parameter(name: &str) -> bool {
     name.split(|c: char| !c.is_alphanumeric())
         .flat_map(super::split_camel)
-        .any(|w| w == "date" || w == "dates")
+        .next_back()
+        .is_some_and(|w| w == "date" || w == "dates")
 }
 
 /// The dates the message writes, in order, each once: `2022-03-11` (also with `/` or `.`),
@@ -150,13 +178,21 @@ fn read_date(t: &[Token]) -> Option<(Date, usize)> {
 }
 
 fn date(year: u32, month: u32, day: u32) -> Option<Date> {
-    let valid = (1..=12).contains(&month) && (1..=31).contains(&day);
+    let leap = year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
+    let days = match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    let valid = (1..=12).contains(&month) && (1..=days).contains(&day);
     Some(Date {
         year: u16::try_from(year)
             .ok()
             .filter(|y| (1000..=9999).contains(y))?,
         month: u8::try_from(month).ok().filter(|_| valid)?,
         day: u8::try_from(day).ok()?,
+        either_way: false,
     })
 }
 
@@ -173,7 +209,10 @@ fn numeric_date(t: &[Token]) -> Option<(Date, usize)> {
     let date = if *la == 4 {
         date(*a, *b, *c)?
     } else if *lc == 4 && *a <= 12 {
-        date(*c, *a, *b)?
+        Date {
+            either_way: *b <= 12 && a != b,
+            ..date(*c, *a, *b)?
+        }
     } else if *lc == 4 {
         date(*c, *b, *a)?
     } else {
@@ -305,6 +344,8 @@ mod tests {
             "3 marching bands in 2021",
             "the mayor 12, 2020",
             "13/13/2020",
+            "02/31/2022",
+            "February 29, 2023",
             "page 1-2-3",
             "March 2022",
             "",
@@ -329,10 +370,25 @@ mod tests {
             ("The date (month-day-year).", "03-07-2022"),
             ("In DD/MM/YYYY.", "07/03/2022"),
             ("The date of the flight.", "2022-03-07"),
+            ("As %d.%m.%Y.", "07.03.2022"),
+            ("month/day/year, not YYYY-MM-DD", "03/07/2022"),
         ] {
             assert_eq!(Form::of(description).write(d), want, "{description}");
         }
+        // Two numbers that could each be the month keep the message's order in a day-first form.
+        let d = dates("on 05/03/2022")[0];
+        assert_eq!(Form::Iso.write(d), "2022-05-03");
+        assert_eq!(Form::DayFirst('/').write(d), "05/03/2022");
+        assert_eq!(
+            Form::DayFirst('/').write(dates("on 25/03/2022")[0]),
+            "25/03/2022"
+        );
+        assert_eq!(
+            Form::DayFirst('/').write(dates("March 5, 2022")[0]),
+            "05/03/2022"
+        );
         assert!(is_date_parameter("start_date") && is_date_parameter("birthDate"));
         assert!(!is_date_parameter("update") && !is_date_parameter("location"));
+        assert!(!is_date_parameter("date_format") && !is_date_parameter("dateType"));
     }
 }

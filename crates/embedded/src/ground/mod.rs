@@ -38,9 +38,9 @@ mod spans;
 
 use mention::{name_words, same_stem, Mentions};
 pub(crate) use numbers::scan_numbers;
-use numbers::{number_for, numbers, rate_named, Written};
+use numbers::{is_rate, number_for, numbers, Written};
 pub use spans::MAX_SPAN_WORDS;
-use spans::{spans, trim_word, MAX_SPANS};
+use spans::{quoted_phrases, spans, trim_word, MAX_SPANS};
 
 /// The longest message read, in bytes.
 const MAX_MESSAGE: usize = 2000;
@@ -92,6 +92,8 @@ pub struct Grounding {
     plain: Vec<Number>,
     /// The dates the message writes (see `dates.rs`).
     dates: Vec<dates::Date>,
+    /// The message's quoted phrases (among the spans): written as the user quoted them.
+    quoted: Vec<String>,
     mentions: Mentions,
 }
 
@@ -124,6 +126,10 @@ impl Grounding {
             percents: numbers(message, Written::AsPercentage),
             plain: numbers(message, Written::Plain),
             dates: dates::dates(message),
+            quoted: quoted_phrases(message)
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
             mentions: Mentions::from_message(message),
         }
     }
@@ -207,18 +213,22 @@ impl Grounding {
                 // cuisine" for `cuisine` is "Chinese". (A capital one may be a name: "Premier
                 // League" for `league`.) Measured on BFCL v4's required plain strings: no
                 // accepted value is such a span, and 1.2 fewer spans are offered per parameter.
+                // Only words of letters count (`image.png` is no label of `image_path`), and a
+                // quoted phrase is offered as the user quoted it.
                 let labels = name_words(name);
-                let labelled = |span: &str| {
-                    span.split_whitespace().map(trim_word).any(|w| {
-                        w.starts_with(char::is_lowercase)
-                            && labels.iter().any(|n| same_stem(n, &w.to_lowercase()))
-                    })
+                let labelled = |span: &String| {
+                    !self.quoted.contains(span)
+                        && span.split_whitespace().map(trim_word).any(|w| {
+                            w.starts_with(char::is_lowercase)
+                                && w.chars().all(char::is_alphabetic)
+                                && labels.iter().any(|n| same_stem(n, &w.to_lowercase()))
+                        })
                 };
                 // A place the description's example writes with its state's code ("The city
                 // and state, e.g. New York, NY") is offered in that form when the message names
                 // it (see `place_example`).
                 let description = map.get("description").and_then(Value::as_str);
-                let example = description.and_then(place_example);
+                let example = description.and_then(|d| place_example(name, d));
                 let offered: Vec<String> =
                     if dates::is_date_parameter(name) && !self.dates.is_empty() {
                         // A date: one the message writes, in the description's form.
@@ -234,9 +244,11 @@ impl Grounding {
                             })
                             .collect()
                     };
+                let mut seen = std::collections::HashSet::new();
                 let offered: Vec<Value> = offered
                     .into_iter()
                     .filter(|s| (least..=most.min(max)).contains(&s.chars().count()))
+                    .filter(|s| seen.insert(s.clone()))
                     .map(Value::String)
                     .collect();
                 if free_text(name) || offered.is_empty() {
@@ -282,22 +294,38 @@ impl Grounding {
             Some(t @ ("number" | "integer")) if !fixed => {
                 // A rate takes one of the percentages the message writes; an integer that is no
                 // rate (a count, a year, a period) takes none that is only a percentage (see
-                // [`RATE_WORDS`]). Either falls back to every number when nothing else fits.
-                let rate = rate_named(name);
+                // `numbers.rs`), and a number that is no rate takes a number written both ways
+                // both as written and as a fraction. Either falls back to every number when
+                // nothing else fits.
+                let rate = is_rate(name, map);
+                let only_percentages = rate && !self.percents.is_empty();
                 let sorts = [true, false].map(|sorted| {
                     let mut offered: Vec<Value> = Vec::new();
                     for n in &self.numbers {
+                        let plain = self.plain.contains(n);
                         let skip = sorted
-                            && if rate && !self.percents.is_empty() {
+                            && if only_percentages {
                                 !self.percents.contains(n)
                             } else {
-                                !rate && t == "integer" && !self.plain.contains(n)
+                                !rate && t == "integer" && !plain
                             };
-                        let n = number_for(n, &self.percents, name, map);
-                        let fits = (t == "number" || n.is_i64() || n.is_u64()) && within(map, &n);
-                        let n = Value::Number(n);
-                        if !skip && fits && !offered.contains(&n) {
-                            offered.push(n);
+                        if skip {
+                            continue;
+                        }
+                        let as_written = (!only_percentages && plain).then(|| n.clone());
+                        let values = as_written.into_iter().chain([number_for(
+                            n,
+                            &self.percents,
+                            name,
+                            map,
+                        )]);
+                        for n in values {
+                            let fits =
+                                (t == "number" || n.is_i64() || n.is_u64()) && within(map, &n);
+                            let n = Value::Number(n);
+                            if fits && !offered.contains(&n) {
+                                offered.push(n);
+                            }
                         }
                     }
                     offered
@@ -361,9 +389,21 @@ fn within(map: &Map<String, Value>, n: &Number) -> bool {
 /// names the example's place (26 parameters), the example's form is accepted every time, and
 /// the place alone in only 19 of them. An example that lists options ("e.g. oil, acrylic, etc")
 /// is none.
-fn place_example(description: &str) -> Option<(&str, &str)> {
+fn place_example<'d>(name: &str, description: &'d str) -> Option<(&'d str, &'d str)> {
     const MARKS: [&str; 4] = ["e.g.,", "e.g.", "for example,", "for example"];
+    // Only a place's parameter: its name or description says so.
+    const PLACE_WORDS: [&str; 8] = [
+        "city", "state", "location", "place", "address", "town", "region", "where",
+    ];
     let lower = description.to_ascii_lowercase();
+    let says_place = |text: &str| {
+        text.split(|c: char| !c.is_alphanumeric())
+            .flat_map(split_camel)
+            .any(|w| PLACE_WORDS.contains(&w.as_str()))
+    };
+    if !says_place(name) && !says_place(&lower) {
+        return None;
+    }
     let (at, mark) = MARKS
         .iter()
         .filter_map(|m| lower.find(m).map(|at| (at, m.len())))
@@ -372,15 +412,19 @@ fn place_example(description: &str) -> Option<(&str, &str)> {
     let rest = rest.trim_start_matches(['\'', '"']);
     let (place, after) = rest.split_once(", ")?;
     let code = after.get(..2)?;
-    let ends = after[2..]
-        .chars()
-        .next()
-        .is_none_or(|c| !c.is_alphanumeric());
+    // The code ends its word and no further item follows it ("e.g. US, UK, CA" lists options).
+    let tail = &after[2..];
+    let ends = tail.chars().next().is_none_or(|c| !c.is_alphanumeric());
+    let listed = tail
+        .strip_prefix(", ")
+        .is_some_and(|t| t.starts_with(char::is_uppercase));
     let place_ok = !place.is_empty()
         && place.len() <= 40
         && place.starts_with(char::is_uppercase)
+        && place.contains(char::is_lowercase)
         && !place.contains(['.', ';', '(', ')']);
-    (place_ok && ends && code.chars().all(|c| c.is_ascii_uppercase())).then_some((place, code))
+    let code_ok = code.chars().all(|c| c.is_ascii_uppercase());
+    (place_ok && ends && !listed && code_ok).then_some((place, code))
 }
 
 /// The first [`MAX_MESSAGE`] bytes of `text` (to a character boundary).
@@ -494,12 +538,26 @@ mod tests {
         });
         g.ground(&mut args, 200);
         let p = &args["properties"];
-        // A rate takes only the percentages; an integer that is no rate none that is only one; a
-        // number that is no rate all of them.
+        // A rate (by name, or saying it is in percent) takes only the percentages; an integer
+        // that is no rate none that is only one.
         assert_eq!(p["rate"]["enum"], json!([0.05, 0.025, 0.6]));
         assert_eq!(p["yield_pct"]["enum"], json!([5, 2.5, 60]));
-        assert_eq!(p["fee"]["enum"], json!([5, 3, 2.5, 60]));
+        assert_eq!(p["fee"]["enum"], json!([5, 2.5, 60]));
         assert_eq!(p["lightness"]["enum"], json!([3]));
+        // A number that is no rate takes them all, as fractions; a rate in units is no rate.
+        let g = Grounding::from_message("Export at 60 fps with 20% compression, 5 years at 5%");
+        let mut args = json!({"type": "object", "properties": {
+            "frame_rate": {"type": "integer"},
+            "quality": {"type": "number"},
+            "years": {"type": "number"},
+            "tax": {"type": "integer", "description": "Tax in percent"}
+        }, "required": ["frame_rate", "quality", "years", "tax"]});
+        g.ground(&mut args, 200);
+        let p = &args["properties"];
+        assert_eq!(p["frame_rate"]["enum"], json!([60, 5]));
+        assert_eq!(p["quality"]["enum"], json!([60, 0.2, 5, 0.05]));
+        assert_eq!(p["years"]["enum"], json!([60, 0.2, 5, 0.05]));
+        assert_eq!(p["tax"]["enum"], json!([20, 5]));
         // Written both ways, a number is offered to both; with nothing else, to either.
         let g = Grounding::from_message("5 years at 5%");
         let mut args = json!({"type": "object",
@@ -590,28 +648,37 @@ mod tests {
 
     #[test]
     fn a_place_the_descriptions_example_writes_with_its_code_is_offered_so() {
+        let example = |d| place_example("where", d);
         assert_eq!(
-            place_example("The city and state, e.g. New York, NY, you should format it"),
+            example("The city and state, e.g. New York, NY, you should format it"),
             Some(("New York", "NY"))
         );
         assert_eq!(
-            place_example("The city, e.g., 'Chicago, IL.'"),
+            example("The city, e.g., 'Chicago, IL.'"),
             Some(("Chicago", "IL"))
         );
-        assert_eq!(
-            place_example("For example London, UK"),
-            Some(("London", "UK"))
-        );
+        assert_eq!(example("For example London, UK"), Some(("London", "UK")));
         for none in [
             "The medium, e.g. oil, acrylic, etc.",
             "e.g. Windows 10, PS5",
             "The platform, e.g. PC, Xbox",
             "The city and state, like New York, NY",
             "e.g. NY",
+            "e.g. US, UK, CA",
+            "e.g. Tesla, GM, Ford",
         ] {
-            assert_eq!(place_example(none), None, "{none}");
+            assert_eq!(example(none), None, "{none}");
         }
-        let g = Grounding::from_message("Find a vegan restaurant in New York, thanks");
+        // Only for a place: by the parameter's name or its description.
+        assert_eq!(
+            place_example("platform", "The platform, e.g. Xbox, PC"),
+            None
+        );
+        assert_eq!(
+            place_example("venue", "The city, e.g. Xbox, PC"),
+            Some(("Xbox", "PC"))
+        );
+        let g = Grounding::from_message("Find a vegan restaurant in New York, NY or New York");
         let mut args = json!({"type": "object", "properties": {
             "location": {"type": "string", "description": "The city and state, e.g. New York, NY"},
             "area": {"type": "string", "description": "The area, e.g. Boston, MA"}
@@ -620,6 +687,9 @@ mod tests {
         let location = args["properties"]["location"]["enum"].as_array().unwrap();
         assert!(location.contains(&json!("New York, NY")), "{location:?}");
         assert!(!location.contains(&json!("New York")), "{location:?}");
+        // Offered once, though the message writes it too.
+        let written = location.iter().filter(|v| *v == "New York, NY").count();
+        assert_eq!(written, 1, "{location:?}");
         // Another place than the example's is offered as written.
         let area = args["properties"]["area"]["enum"].as_array().unwrap();
         assert!(area.contains(&json!("New York")), "{area:?}");

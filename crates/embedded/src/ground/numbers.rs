@@ -51,10 +51,40 @@ const RATE_WORDS: &[&str] = &[
     "pct",
 ];
 
-pub(super) fn rate_named(name: &str) -> bool {
-    name.split(|c: char| !c.is_alphanumeric())
+/// Words that make a rate-named parameter something else: an amount (`discount_amount`,
+/// `interest_earned`, `total_return`), a period, or a rate in units rather than percent
+/// (`frame_rate`, `heart_rate`, `exchange_rate`).
+const NOT_RATE_WORDS: &[&str] = &[
+    "amount", "value", "count", "total", "earned", "paid", "sum", "days", "months", "years",
+    "periods", "frame", "sample", "bit", "heart", "baud", "refresh", "exchange", "fps",
+];
+
+/// Whether a parameter is a rate in percent: by its name ([`RATE_WORDS`], [`NOT_RATE_WORDS`]),
+/// or by saying it is in percent.
+pub(super) fn is_rate(name: &str, map: &Map<String, Value>) -> bool {
+    let words: Vec<String> = name
+        .split(|c: char| !c.is_alphanumeric())
         .flat_map(split_camel)
-        .any(|w| RATE_WORDS.contains(&w.as_str()))
+        .collect();
+    let named = words.iter().any(|w| RATE_WORDS.contains(&w.as_str()))
+        && !words.iter().any(|w| NOT_RATE_WORDS.contains(&w.as_str()));
+    named || in_percent(name, map)
+}
+
+/// Whether the parameter says, by its name or description, that it is in percent.
+fn in_percent(name: &str, map: &Map<String, Value>) -> bool {
+    let says_percent = |text: &str| {
+        let text = text.to_ascii_lowercase();
+        text.contains("percent")
+            || text
+                .split(|c: char| !c.is_alphanumeric())
+                .any(|w| w == "pct")
+    };
+    says_percent(name)
+        || map
+            .get("description")
+            .and_then(Value::as_str)
+            .is_some_and(says_percent)
 }
 
 /// Whether the number whose digits end at `i` is written as a percentage: `%`, `percent` or
@@ -85,20 +115,8 @@ pub(super) fn number_for(
     name: &str,
     map: &Map<String, Value>,
 ) -> Number {
-    let says_percent = |text: &str| {
-        let text = text.to_ascii_lowercase();
-        text.contains("percent")
-            || text
-                .split(|c: char| !c.is_alphanumeric())
-                .any(|w| w == "pct")
-    };
     let is_number = map.get("type").and_then(Value::as_str) == Some("number");
-    let in_percent = says_percent(name)
-        || map
-            .get("description")
-            .and_then(Value::as_str)
-            .is_some_and(says_percent);
-    if is_number && !in_percent && percents.contains(n) {
+    if is_number && !in_percent(name, map) && percents.contains(n) {
         if let Some(fraction) = hundredth(n) {
             return fraction;
         }

@@ -143,9 +143,10 @@ pub(super) fn spans(message: &str) -> Vec<String> {
 
 /// Whether word `i` goes on a name the word before it starts: both are capitalized (no digit in
 /// them: `Id B1004` is a label and a value), only spaces stand between them, and the word before
-/// does not open a sentence (whose capital says nothing). "League" is no value in "ranking in
-/// Premier League", nor "Lakers" in "Los Angeles Lakers". A name may still end early ("Louvre"
-/// of "Louvre Museum").
+/// neither opens a sentence or a line (whose capital says nothing) nor is a clause word
+/// ("IN PARIS"). "League" is no value in "ranking in Premier League", nor "Lakers" in
+/// "Los Angeles Lakers". A name may still end early ("Louvre" of "Louvre Museum"). A message
+/// without a lower-case letter has no names to tell apart: the rule is off there.
 fn inside_a_name(message: &str, words: &[(usize, usize)], i: usize) -> bool {
     let capitalized = |&(start, end): &(usize, usize)| {
         let word = &message[start..end];
@@ -155,14 +156,29 @@ fn inside_a_name(message: &str, words: &[(usize, usize)], i: usize) -> bool {
         return false;
     };
     let between = &message[before.1..words[i].0];
-    let opens_a_sentence = before.0 == 0
-        || message[..before.0]
-            .trim_end()
-            .ends_with(['.', '?', '!', ':', '"', '\'', '“', '‘']);
+    let ahead = message[..before.0].trim_end_matches([' ', '\t']);
+    let opens_a_sentence = ahead.is_empty()
+        || ahead.ends_with([
+            '.', '?', '!', ':', ';', '\n', '-', '*', '•', ')', '"', '\'', '“', '‘', '>',
+        ]);
+    // A capital article may start a name ("The British Museum"); a clause word does not.
+    let before_word = message[before.0..before.1].to_lowercase();
+    let joins = CLAUSE_WORDS.contains(&before_word.as_str());
     capitalized(&before)
         && capitalized(&words[i])
-        && between.chars().all(char::is_whitespace)
+        && between.chars().all(|c| c == ' ' || c == '\t')
         && !opens_a_sentence
+        && !joins
+        && message.contains(char::is_lowercase)
+}
+
+/// The message's quoted phrases that [`spans`] offers whole.
+pub(super) fn quoted_phrases(message: &str) -> Vec<&str> {
+    quoted(message)
+        .into_iter()
+        .filter(|&(start, end)| end - start <= MAX_QUOTED)
+        .map(|(start, end)| &message[start..end])
+        .collect()
 }
 
 /// The byte ranges of the message's quoted phrases' contents: a quote mark that starts a word,
@@ -288,6 +304,18 @@ mod tests {
             assert!(s.contains(&kept.to_owned()), "{kept}: {s:?}");
         }
         assert!(!s.contains(&"Id".to_owned()), "{s:?}");
+        // A line, a bullet or leading spaces open a sentence; a capital clause word starts no
+        // name (a capital article does); a message in capitals has none to tell apart.
+        for (message, kept) in [
+            ("\n Find Tesla stock", "Tesla"),
+            ("Hi\nGet Tesla stock", "Tesla"),
+            ("- Get Tesla stock", "Tesla"),
+            ("Weather In Paris Today", "Paris"),
+            ("WHAT IS THE WEATHER IN PARIS", "PARIS"),
+        ] {
+            assert!(spans(message).contains(&kept.to_owned()), "{message}");
+        }
+        assert!(!spans("Tickets For The Weeknd").contains(&"Weeknd".to_owned()));
     }
 
     #[test]
