@@ -9,10 +9,19 @@
 //! - a boolean takes `true`, or `false` when a negation (`not`, `without`, `don't`, …) is among
 //!   the [`NEAR`] words before the naming word;
 //! - an optional number takes the number written right before the naming word (`3 bedrooms`),
-//!   else the first within [`NEAR`] words after it (`a radius of 4 inches`); two number
-//!   parameters of one object named by the same word (`temperature1`, `temperature2`; a
-//!   required one counts) take none;
+//!   else the first within [`NEAR`] words after it (`a radius of 4 inches`); else the number
+//!   right before the unit its description gives it in (`(in miles)`: `within 10 miles`), else
+//!   one a few words before what it counts (`three personality traits` for `trait_count`,
+//!   `ten major events` for "Number of events"), else — the object's one year parameter — the
+//!   one year the message writes; two number parameters of one object named by the same word
+//!   (`temperature1`, `temperature2`; a required one counts) take none;
+//! - the object's one start and one end number (`start_year`/`end_year`) take the range the
+//!   message writes (`from 2010 to 2015`, `between x = -1 and x = 2`), required or not;
 //! - a string enum takes those of its values the message writes as whole words (any case);
+//! - a list of options (an array whose items are a string enum) takes those the message writes
+//!   (singular or plural, `_` read as a space), in the message's order, as the whole list;
+//! - a currency parameter takes the codes of the currencies the message names (`500 US
+//!   dollars`: `USD`), and of a source and a target, the source the amount's (`currency.rs`);
 //! - a plain string takes those of the values its description quotes (`'Celsius' or
 //!   'Fahrenheit'`) that the message writes as whole tokens (any case).
 //!
@@ -22,8 +31,11 @@
 
 use serde_json::{Map, Number, Value};
 
+use super::currency::{self, currencies};
 use super::numbers::{number_at, number_for, number_word, percent_at};
 use super::{plain, split_camel, within};
+
+mod quantities;
 
 /// Letters of a name word compared with a message word.
 const STEM: usize = 5;
@@ -70,6 +82,8 @@ pub(super) struct Mentions {
     /// Per token: whether only whitespace and commas (a sign aside) come between it and the
     /// token before, as between the items of a list.
     listed: Vec<bool>,
+    /// The currencies the message names (see `currency.rs`).
+    currencies: Vec<currency::Named>,
 }
 
 /// How the message settles one parameter.
@@ -125,6 +139,7 @@ impl Mentions {
             }
         }
         Mentions {
+            currencies: currencies(message),
             lower: message.to_lowercase(),
             tokens,
             percents,
@@ -144,11 +159,52 @@ impl Mentions {
         // The naming word of each number the message gives, to find two parameters sharing one.
         let mut numbers: Vec<(String, usize, Number)> = Vec::new();
         let mut others: Vec<(String, Settled)> = Vec::new();
+        let year_keys: Vec<&str> = properties
+            .iter()
+            .filter(|(key, schema)| {
+                matches!(
+                    schema.get("type").and_then(Value::as_str),
+                    Some("number" | "integer")
+                ) && name_words(key).iter().any(|w| w == "year")
+            })
+            .map(|(key, _)| key.as_str())
+            .collect();
+        // A range the message writes ("from 2010 to 2015") settles the object's one start and
+        // one end number, required or not.
+        let range = self.range_pair(properties);
+        if let Some([(start, from), (end, to)]) = &range {
+            others.push((start.clone(), Settled::Named(Value::Number(from.clone()))));
+            others.push((end.clone(), Settled::Named(Value::Number(to.clone()))));
+        }
+        let mut done: Vec<String> = range
+            .iter()
+            .flat_map(|pair| pair.iter().map(|(k, _)| k.clone()))
+            .collect();
+        // Currencies the message names settle the currency parameters, as codes; of two, the
+        // source takes the one the amount is in (see `currency.rs`).
+        for (key, value) in self.currency_values(properties) {
+            others.push((key.clone(), value));
+            done.push(key);
+        }
         for (key, schema) in properties.iter() {
             let Value::Object(map) = schema else {
                 continue;
             };
-            if map.contains_key("const") {
+            if done.contains(key) || map.contains_key("const") {
+                continue;
+            }
+            if let Some(values) = item_options(map) {
+                // A list of options: those the message writes, in the message's order.
+                let mut written: Vec<(usize, &Value)> = values
+                    .iter()
+                    .filter_map(|v| Some((self.written_at(v.as_str()?)?, v)))
+                    .collect();
+                written.sort_by_key(|&(at, _)| at);
+                let least = map.get("minItems").and_then(Value::as_u64).unwrap_or(1);
+                if written.len() as u64 >= least.max(1) {
+                    let list = written.into_iter().map(|(_, v)| v.clone()).collect();
+                    others.push((key.clone(), Settled::Named(Value::Array(list))));
+                }
                 continue;
             }
             if let Some(Value::Array(values)) = map.get("enum") {
@@ -181,12 +237,43 @@ impl Mentions {
                 Some(t @ ("number" | "integer")) if !required.contains(key) => {
                     let fits = |n: &Number| (t == "number" || !n.is_f64()) && within(map, n);
                     let value = |n: Number| number_for(&n, &self.percents, key, map);
-                    if let Some((at, n)) = self.naming(key).into_iter().find_map(|at| {
+                    let near = self.naming(key).into_iter().find_map(|at| {
                         self.number_near(at)
                             .map(value)
                             .filter(|n| fits(n))
                             .map(|n| (at, n))
-                    }) {
+                    });
+                    // Else a number written right before the unit the description gives
+                    // ("(in miles)": "within 10 miles").
+                    let by_unit = || {
+                        self.unit_places(map).into_iter().find_map(|at| {
+                            self.number_right_before(at)
+                                .map(value)
+                                .filter(|n| fits(n))
+                                .map(|n| (at, n))
+                        })
+                    };
+                    // Else a number a few words before what it counts ("ten major events"
+                    // for "Number of events", "three personality traits" for `trait_count`).
+                    let by_count = || {
+                        let mut places = self.naming(key);
+                        places.extend(self.counted_places(map));
+                        places.into_iter().find_map(|at| {
+                            self.number_shortly_before(at)
+                                .map(value)
+                                .filter(|n| fits(n))
+                                .map(|n| (at, n))
+                        })
+                    };
+                    // Else, for the one year of an object, the one year the message writes.
+                    let by_year = || {
+                        (year_keys == [key.as_str()])
+                            .then(|| self.the_year())
+                            .flatten()
+                            .filter(|(_, n)| fits(n))
+                    };
+                    if let Some((at, n)) = near.or_else(by_unit).or_else(by_count).or_else(by_year)
+                    {
                         numbers.push((key.clone(), at, n));
                     }
                 }
@@ -204,7 +291,14 @@ impl Mentions {
                     Some("number" | "integer")
                 )
             })
-            .map(|(key, _)| (key, self.naming(key)))
+            .map(|(key, schema)| {
+                let mut places = self.naming(key);
+                if let Value::Object(map) = schema {
+                    places.extend(self.unit_places(map));
+                    places.extend(self.counted_places(map));
+                }
+                (key, places)
+            })
             .collect();
         for (key, at, n) in &numbers {
             let naming = named_numbers
@@ -220,6 +314,13 @@ impl Mentions {
             if let Some(Value::Object(map)) = properties.get_mut(&key) {
                 match settled {
                     Settled::Named(value) => {
+                        if value.is_array() {
+                            // The list is whole: the items' own options and bounds no longer
+                            // apply to generation (the call is validated afterwards).
+                            for k in ["items", "minItems", "maxItems"] {
+                                map.remove(k);
+                            }
+                        }
                         map.insert("enum".into(), Value::Array(vec![value]));
                     }
                     Settled::Values(values) => {
@@ -268,6 +369,33 @@ impl Mentions {
             })
             .map(|(i, _)| i)
             .collect()
+    }
+
+    /// Where the message first writes `option` as whole words, any case, `_` read as a space,
+    /// in the singular or the plural (`toll` for `tolls`, `ratings` for `rating`).
+    fn written_at(&self, option: &str) -> Option<usize> {
+        let phrase = option.trim().replace('_', " ").to_lowercase();
+        if phrase.chars().count() < 2 {
+            return None;
+        }
+        let singular = phrase.strip_suffix('s').map(str::to_owned);
+        [Some(phrase.clone()), Some(format!("{phrase}s")), singular]
+            .into_iter()
+            .flatten()
+            .filter_map(|p| self.word_at(&p))
+            .min()
+    }
+
+    /// Where the message first writes `phrase` (lower case) as whole words.
+    fn word_at(&self, phrase: &str) -> Option<usize> {
+        let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+        self.lower
+            .match_indices(phrase)
+            .map(|(at, _)| at)
+            .find(|&at| {
+                !word(self.lower[..at].chars().next_back())
+                    && !word(self.lower[at + phrase.len()..].chars().next())
+            })
     }
 
     fn negated(&self, at: usize) -> bool {
@@ -375,6 +503,17 @@ fn quoted_options(description: Option<&Value>) -> Vec<&str> {
     out
 }
 
+/// The options of a list parameter: its items' string `enum`.
+fn item_options(map: &Map<String, Value>) -> Option<&Vec<Value>> {
+    if map.get("type").and_then(Value::as_str) != Some("array") {
+        return None;
+    }
+    match map.get("items")?.get("enum")? {
+        Value::Array(values) if values.iter().all(Value::is_string) => Some(values),
+        _ => None,
+    }
+}
+
 /// The longest value a description quotes that is taken for an option, in bytes.
 const MAX_OPTION: usize = 40;
 
@@ -397,167 +536,4 @@ pub(super) fn same_stem(name: &str, word: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn settle(message: &str, properties: Value) -> (Vec<String>, Value) {
-        let Value::Object(mut props) = properties else {
-            unreachable!()
-        };
-        let keys = Mentions::from_message(message).settle(&mut props, &["given".to_owned()]);
-        (keys, Value::Object(props))
-    }
-
-    #[test]
-    fn a_named_boolean_is_true_unless_negated() {
-        let props = json!({
-            "detailed": {"type": "boolean"},
-            "include_humidity": {"type": "boolean"},
-            "full_text": {"type": "boolean"},
-            "verbose": {"type": "boolean"}
-        });
-        let (keys, p) = settle(
-            "Find detailed information on the humidity. Don't return full text.",
-            props,
-        );
-        assert_eq!(keys, ["detailed", "include_humidity", "full_text"]);
-        assert_eq!(p["detailed"]["enum"], json!([true]));
-        assert_eq!(p["include_humidity"]["enum"], json!([true]));
-        assert_eq!(p["full_text"]["enum"], json!([false]));
-        assert!(p["verbose"].get("enum").is_none());
-    }
-
-    #[test]
-    fn a_named_number_takes_the_number_at_its_name() {
-        let props = json!({
-            "bedrooms": {"type": "integer"},
-            "bathrooms": {"type": "integer"},
-            "area": {"type": "integer"},
-            "acceleration": {"type": "number"},
-            "radius": {"type": "integer", "minimum": 10},
-            "given": {"type": "integer"}
-        });
-        let (keys, p) = settle(
-            "A house with 3 bedrooms, 2 bathrooms and area of 1800 square feet; acceleeration of 9.8; radius 4; given 7",
-            props,
-        );
-        // A required number is the model's choice among the message's numbers.
-        assert!(p["given"].get("enum").is_none());
-        assert_eq!(p["bedrooms"]["enum"], json!([3]));
-        assert_eq!(p["bathrooms"]["enum"], json!([2]));
-        assert_eq!(p["area"]["enum"], json!([1800]));
-        assert_eq!(p["acceleration"]["enum"], json!([9.8]));
-        // Out of the schema's bounds: not taken.
-        assert!(p["radius"].get("enum").is_none());
-        assert_eq!(keys.len(), 4);
-    }
-
-    #[test]
-    fn two_parameters_named_by_one_word_take_no_number() {
-        let props = json!({
-            "temperature1": {"type": "number"},
-            "temperature2": {"type": "number"},
-            "mass": {"type": "integer"}
-        });
-        let (keys, p) = settle(
-            "The final temperature when 20 kg of water at 30 degrees meets mass 15",
-            props,
-        );
-        assert_eq!(keys, ["mass"]);
-        assert!(p["temperature1"].get("enum").is_none());
-        assert_eq!(p["mass"]["enum"], json!([15]));
-        // An integer parameter takes no fraction.
-        let (keys, _) = settle("a count of 2.5", json!({"count": {"type": "integer"}}));
-        assert!(keys.is_empty());
-        // A required parameter named by the same word counts too.
-        let Value::Object(mut props) = json!({
-            "distance_in_light_years": {"type": "number"},
-            "speed_of_light": {"type": "number"}
-        }) else {
-            unreachable!()
-        };
-        let keys = Mentions::from_message("a star 4 light years away")
-            .settle(&mut props, &["distance_in_light_years".to_owned()]);
-        assert!(keys.is_empty(), "{keys:?}");
-    }
-
-    #[test]
-    fn an_enum_keeps_the_values_the_message_writes() {
-        let props = json!({
-            "route_type": {"type": "string", "enum": ["fastest", "shortest", "scenic"]},
-            "mode": {"type": "string", "enum": ["walk", "drive"]},
-            "root_type": {"type": "string", "enum": ["real", "all"]}
-        });
-        let (keys, p) = settle(
-            "Directions using the Fastest route; find all the roots (walking is not a mode here)",
-            props,
-        );
-        assert_eq!(keys, ["route_type", "root_type"]);
-        assert_eq!(p["route_type"]["enum"], json!(["fastest"]));
-        assert_eq!(p["root_type"]["enum"], json!(["all"]));
-        // `walk` is inside `walking`: not written as a word.
-        assert_eq!(p["mode"]["enum"], json!(["walk", "drive"]));
-    }
-
-    #[test]
-    fn a_plain_string_takes_the_options_its_description_quotes_that_the_message_writes() {
-        let props = json!({
-            "temp_unit": {"type": "string",
-                "description": "The temperature unit ('Celsius' or 'Fahrenheit'). Default is 'Fahrenheit'."},
-            "key": {"type": "string", "description": "The root, e.g., 'C', 'F#', 'Ab'."},
-            "model": {"type": "string", "description": "The user's model: \"Darwin\", \"Lamarck\"."},
-            "mode": {"type": "string", "format": "date", "description": "'celsius'"},
-            "note": {"type": "string", "description": "Free text, no options."}
-        });
-        let (keys, p) = settle(
-            "The C# scale, and the average temperature in celsius by Darwin's model",
-            props,
-        );
-        assert_eq!(keys, ["temp_unit", "model"], "{p}");
-        // Written as the description writes it; a possessive still writes the name.
-        assert_eq!(p["temp_unit"]["enum"], json!(["Celsius"]));
-        assert_eq!(p["model"]["enum"], json!(["Darwin"]));
-        // `C` is glued to `#`, and a string with a format is not plain.
-        for key in ["key", "mode", "note"] {
-            assert!(p[key].get("enum").is_none(), "{key}: {p}");
-        }
-        assert_eq!(
-            quoted_options(Some(&json!("The user's pick: 'a b' or \"c\", not 'x"))),
-            ["a b", "c"]
-        );
-    }
-
-    #[test]
-    fn number_lists_are_runs_of_numbers() {
-        let m = Mentions::from_message(
-            "Control [10, 15, 12] and Treated [18, 16]; 3 bedrooms; again 10, 15, 12",
-        );
-        let lists: Vec<Vec<String>> = m
-            .number_lists()
-            .iter()
-            .map(|l| l.iter().map(Number::to_string).collect())
-            .collect();
-        assert_eq!(lists, [vec!["10", "15", "12"], vec!["18", "16"]]);
-    }
-
-    #[test]
-    fn words_and_numbers_are_read_in_order() {
-        let m = Mentions::from_message("Don't take 3 bedrooms, x2 or -4.5 km; Zürich");
-        let words: Vec<&Token> = m.tokens.iter().collect();
-        assert_eq!(
-            words,
-            [
-                &Token::Word("don't".into()),
-                &Token::Word("take".into()),
-                &Token::Number(3.into()),
-                &Token::Word("bedrooms".into()),
-                &Token::Word("x".into()),
-                &Token::Word("or".into()),
-                &Token::Number(Number::from_f64(-4.5).unwrap()),
-                &Token::Word("km".into()),
-                &Token::Word("zürich".into()),
-            ]
-        );
-    }
-}
+mod tests;

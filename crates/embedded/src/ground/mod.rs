@@ -31,6 +31,7 @@ use serde_json::{Map, Number, Value};
 
 use crate::schema::PLAIN_STRING_PATTERN;
 
+mod currency;
 mod dates;
 mod mention;
 mod numbers;
