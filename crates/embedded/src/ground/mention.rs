@@ -107,6 +107,10 @@ impl Mentions {
                 i = next.max(i + 1);
                 match number {
                     Some(n) => {
+                        // An ordinal's suffix is part of it: `2nd, 3rd and 4th` are numbers.
+                        if let Some(end) = ordinal_suffix(bytes, next) {
+                            i = end;
+                        }
                         if percent_at(bytes, next) {
                             percents.push(n.clone());
                         }
@@ -344,12 +348,18 @@ impl Mentions {
                 lists.push(list);
             }
         };
-        for (token, listed) in self.tokens.iter().zip(&self.listed) {
+        for (k, (token, listed)) in self.tokens.iter().zip(&self.listed).enumerate() {
             if !listed {
                 close(&mut run);
             }
             match token {
                 Token::Number(n) => run.push(n.clone()),
+                // `2, 3 and 4`: an `and` between two listed numbers joins the last item.
+                Token::Word(w)
+                    if w == "and"
+                        && !run.is_empty()
+                        && matches!(self.tokens.get(k + 1), Some(Token::Number(_)))
+                        && self.listed.get(k + 1) == Some(&true) => {}
                 Token::Word(_) => close(&mut run),
             }
         }
@@ -456,6 +466,15 @@ impl Mentions {
                 && closes(self.lower[at + phrase.len()..].chars().next())
         })
     }
+}
+
+/// The end of an ordinal's suffix (`st`, `nd`, `rd`, `th`) written right at `at` after a
+/// number, not followed by a letter.
+fn ordinal_suffix(bytes: &[u8], at: usize) -> Option<usize> {
+    let suffix = bytes.get(at..at + 2)?.to_ascii_lowercase();
+    let ordinal = matches!(suffix.as_slice(), b"st" | b"nd" | b"rd" | b"th");
+    let ends = !bytes.get(at + 2).is_some_and(u8::is_ascii_alphabetic);
+    (ordinal && ends).then_some(at + 2)
 }
 
 /// The values a parameter's description quotes (`'Celsius' or 'Fahrenheit'`, `e.g., "IPR"`):

@@ -139,6 +139,15 @@ fn number_lists_are_runs_of_numbers() {
         .map(|l| l.iter().map(Number::to_string).collect())
         .collect();
     assert_eq!(lists, [vec!["10", "15", "12"], vec!["18", "16"]]);
+    // Ordinals are numbers, and an `and` joins a list's last item.
+    let m = Mentions::from_message("the 2nd, 3rd and 4th floors; [1, 2] and [3]; 16th century");
+    let lists: Vec<Vec<String>> = m
+        .number_lists()
+        .iter()
+        .map(|l| l.iter().map(Number::to_string).collect())
+        .collect();
+    assert_eq!(lists, [vec!["2", "3", "4"], vec!["1", "2"]]);
+    assert_eq!(m.tokens.last(), Some(&Token::Word("century".into())));
 }
 
 #[test]
