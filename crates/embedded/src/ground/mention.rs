@@ -184,6 +184,14 @@ impl Mentions {
             .iter()
             .flat_map(|pair| pair.iter().map(|(k, _)| k.clone()))
             .collect();
+        // Numbered parameters (`a`, `b`, `c`; `num1`, `num2`) take the one list of as many
+        // numbers the message writes, in order ("coefficients 5, 20, and -25").
+        if range.is_none() {
+            for (key, n) in self.numbered(properties, required) {
+                others.push((key.clone(), Settled::Named(Value::Number(n))));
+                done.push(key);
+            }
+        }
         // Currencies the message names settle the currency parameters, as codes; of two, the
         // source takes the one the amount is in (see `currency.rs`).
         for (key, value) in self.currency_values(properties) {

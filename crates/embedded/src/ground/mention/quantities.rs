@@ -75,6 +75,64 @@ impl Mentions {
             .collect()
     }
 
+    /// The object's numbered number parameters — one-letter names (`a`, `b`, `c`) or one stem
+    /// with the digits 1, 2, … (`num1`, `num2`) — each with its number of the one list of as
+    /// many numbers the message writes, in order; empty unless every required number parameter
+    /// is one of them, there are two or more, and the message writes exactly one such list.
+    pub(super) fn numbered(
+        &self,
+        properties: &Map<String, Value>,
+        required: &[String],
+    ) -> Vec<(String, Number)> {
+        let numeric = |schema: &Value| {
+            matches!(
+                schema.get("type").and_then(Value::as_str),
+                Some("number" | "integer")
+            )
+        };
+        let mut keys: Vec<&String> = properties
+            .iter()
+            .filter(|(key, schema)| numeric(schema) && numbered_name(key).is_some())
+            .map(|(key, _)| key)
+            .collect();
+        keys.sort_by_key(|key| numbered_name(key));
+        let names: Vec<(&str, u32)> = keys.iter().filter_map(|k| numbered_name(k)).collect();
+        // One stem, numbered one after another (`a`, `b`, `c`; `num1`, `num2`).
+        let in_order = names
+            .windows(2)
+            .all(|w| w[0].0 == w[1].0 && w[1].1 == w[0].1 + 1)
+            && names
+                .first()
+                .is_some_and(|(stem, i)| stem.is_empty() || *i == 1);
+        let required_all = properties.iter().all(|(key, schema)| {
+            !numeric(schema) || !required.contains(key) || keys.contains(&key)
+        });
+        if keys.len() < 2 || !in_order || !required_all {
+            return Vec::new();
+        }
+        let lists: Vec<Vec<Number>> = self
+            .number_lists()
+            .into_iter()
+            .filter(|l| l.len() == keys.len())
+            .collect();
+        let [list] = lists.as_slice() else {
+            return Vec::new();
+        };
+        let fits = keys.iter().zip(list).all(|(key, n)| {
+            properties.get(*key).is_some_and(|schema| {
+                let integer = schema.get("type").and_then(Value::as_str) == Some("integer");
+                (!integer || !n.is_f64()) && schema.as_object().is_some_and(|map| within(map, n))
+            })
+        });
+        if !fits {
+            return Vec::new();
+        }
+        keys.into_iter()
+            .cloned()
+            .zip(list.iter().cloned())
+            .collect()
+    }
+
     /// The object's one start and one end number (`start_year`/`end_year`, `from_x`/`to_x`,
     /// `min_price`/`max_price`) with the range the message writes for them: `from A to B`,
     /// `between A and B` (a variable's name before a bound and one word after the first aside:
@@ -239,6 +297,21 @@ fn counted_word(description: Option<&Value>) -> Option<String> {
         .find(|w| !matches!(*w, "top" | "the" | "most" | "best"))
         .map(|w| w.trim_matches(|c: char| !c.is_alphabetic()).to_owned())
         .filter(|w| w.chars().count() >= 3)
+}
+
+/// A numbered parameter's stem and number: `("", 1)` for `a`, `("num", 2)` for `num2`,
+/// `("x", 1)` for `x1`.
+fn numbered_name(key: &str) -> Option<(&str, u32)> {
+    let mut chars = key.chars();
+    if let (Some(c), None) = (chars.next(), chars.next()) {
+        // `a`, `b`, `c` and `x`, `y`, `z`: letters in order.
+        return c.is_ascii_lowercase().then(|| ("", u32::from(c)));
+    }
+    let stem = key.trim_end_matches(|c: char| c.is_ascii_digit());
+    let digits = &key[stem.len()..];
+    let stem = stem.trim_end_matches('_');
+    let index = digits.parse().ok()?;
+    (!stem.is_empty() && (1..=9).contains(&index)).then_some((stem, index))
 }
 
 /// Words of a parameter's name that make it a range's start or end.

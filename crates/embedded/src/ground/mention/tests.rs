@@ -305,3 +305,37 @@ fn currencies_settle_as_codes_and_a_conversion_is_from_the_amount() {
     );
     assert!(keys.is_empty(), "{keys:?}");
 }
+
+#[test]
+fn numbered_parameters_take_the_one_list_in_order() {
+    let props = json!({"a": {"type": "number"}, "b": {"type": "number"}, "c": {"type": "number"}});
+    let Value::Object(mut p) = props.clone() else {
+        unreachable!()
+    };
+    let required = ["a".to_owned(), "b".to_owned(), "c".to_owned()];
+    let keys = Mentions::from_message("coefficients 5, 20, and -25").settle(&mut p, &required);
+    assert_eq!(keys, ["a", "b", "c"]);
+    assert_eq!(
+        (&p["b"]["enum"], &p["c"]["enum"]),
+        (&json!([20]), &json!([-25]))
+    );
+    // Two lists of that length, or names that are no sequence: left to the model.
+    let Value::Object(mut p) = props else {
+        unreachable!()
+    };
+    let keys = Mentions::from_message("1, 2, 3 or 4, 5, 6").settle(&mut p, &required);
+    assert!(keys.is_empty());
+    let Value::Object(mut p) = json!({"n": {"type": "integer"}, "x": {"type": "integer"}}) else {
+        unreachable!()
+    };
+    let keys =
+        Mentions::from_message("of 40 and 50").settle(&mut p, &["n".to_owned(), "x".to_owned()]);
+    assert!(keys.is_empty());
+    let Value::Object(mut p) = json!({"num1": {"type": "integer"}, "num2": {"type": "integer"}})
+    else {
+        unreachable!()
+    };
+    let keys = Mentions::from_message("the GCD of 40 and 50").settle(&mut p, &["num1".to_owned()]);
+    assert_eq!(keys, ["num1", "num2"]);
+    assert_eq!(p["num2"]["enum"], json!([50]));
+}
