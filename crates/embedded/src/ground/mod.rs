@@ -21,7 +21,11 @@
 //! - for an array of numbers: the lists of numbers the message writes, whole;
 //! - for the other plain strings: at least one character;
 //! - for a parameter the message names, required or not: the value the message gives it
-//!   (`mention.rs`), and the parameter is written.
+//!   (`mention.rs`), and the parameter is written; likewise a list of options the message
+//!   writes, an optional number at its unit or before what it counts, the one year, a range's
+//!   start and end, numbered parameters (`a`, `b`, `c`) in order, and currencies as their codes
+//!   (`mention/quantities.rs`, `currency.rs`);
+//! - spans that join words to a date or a numeric range ("London 2022/08/16") are not offered.
 //!
 //! The call is still validated against the tool's own schema afterwards. A value the message
 //! does not hold (a default, a unit converted) cannot be written under this schema; measured on
