@@ -220,11 +220,22 @@ impl Mentions {
                 continue;
             }
             if let Some(Value::Array(values)) = map.get("enum") {
-                let named: Vec<Value> = values
+                let mut named: Vec<Value> = values
                     .iter()
                     .filter(|v| v.as_str().is_some_and(|s| self.writes(s)))
                     .cloned()
                     .collect();
+                if named.is_empty() {
+                    // Else the one one-word value a message word shares its stem with ("in
+                    // detail" for `detailed`, "annual" for `Annually`).
+                    let stems: Vec<&Value> = values
+                        .iter()
+                        .filter(|v| v.as_str().is_some_and(|s| self.writes_stem(s)))
+                        .collect();
+                    if let [one] = stems.as_slice() {
+                        named.push((*one).clone());
+                    }
+                }
                 if !named.is_empty() {
                     others.push((key.clone(), Settled::Values(named)));
                 }
@@ -435,6 +446,18 @@ impl Mentions {
                 Token::Number(n) => Some(n.clone()),
                 Token::Word(_) => None,
             })
+    }
+
+    /// Whether a word of the message shares its first [`STEM`] letters with `value`, a single
+    /// word of at least four letters.
+    fn writes_stem(&self, value: &str) -> bool {
+        let value = value.to_lowercase();
+        let one_word = value.chars().count() >= 4 && value.chars().all(char::is_alphabetic);
+        one_word
+            && self
+                .tokens
+                .iter()
+                .any(|t| matches!(t, Token::Word(w) if same_stem(&value, w)))
     }
 
     /// Whether the message writes `phrase` as whole words, any case.

@@ -93,11 +93,19 @@ fn an_enum_keeps_the_values_the_message_writes() {
         "Directions using the Fastest route; find all the roots (walking is not a mode here)",
         props,
     );
-    assert_eq!(keys, ["route_type", "root_type"]);
+    assert_eq!(keys, ["route_type", "mode", "root_type"]);
     assert_eq!(p["route_type"]["enum"], json!(["fastest"]));
     assert_eq!(p["root_type"]["enum"], json!(["all"]));
-    // `walk` is inside `walking`: not written as a word.
-    assert_eq!(p["mode"]["enum"], json!(["walk", "drive"]));
+    // `walk` is inside `walking`: not written as a word, but the one value a word shares its
+    // stem with.
+    assert_eq!(p["mode"]["enum"], json!(["walk"]));
+    // No value written: the one a word shares its stem with.
+    let (keys, p) = settle(
+        "The punishments for theft in detail",
+        json!({"detail_level": {"type": "string", "enum": ["basic", "detailed"]}}),
+    );
+    assert_eq!(keys, ["detail_level"]);
+    assert_eq!(p["detail_level"]["enum"], json!(["detailed"]));
 }
 
 #[test]
