@@ -17,7 +17,7 @@
 //! ([`Parser::lane_newline`], [`Parser::lane_tick`]), and a call block's JSON value is appended
 //! for the scanner to read in one go when a byte that may end it comes ([`Kind::Json`]).
 
-use super::{utf8, Parser, Sink, State, MAX_TAG_SPACE, OPEN_CALL};
+use super::{Parser, Sink, State, MAX_TAG_SPACE, OPEN_CALL};
 
 mod held;
 mod lone;
@@ -285,6 +285,13 @@ impl Lane {
         self.table[usize::from(b)] & self.gate.release != 0
     }
 
+    /// Whether a non-ASCII character takes the lane as visible text ([`Kind::Text`]): the
+    /// lane's set passes every non-ASCII byte.
+    #[inline(always)]
+    pub(crate) fn takes_wide_text(&self) -> bool {
+        self.gate.text & self.non_ascii != 0
+    }
+
     /// Whether a non-ASCII character takes the lane.
     #[inline(always)]
     pub(crate) fn takes_char(&self, c: &str) -> bool {
@@ -468,31 +475,55 @@ impl Parser {
             }
             return self.lane_release_byte(b, sink);
         }
-        // The lane waits while the character is incomplete (the state cannot change meanwhile)
-        // and takes it whole.
-        match self.utf8.push_byte(b) {
-            utf8::Byte::Started => self.lane.suspend(),
-            utf8::Byte::More => {}
-            utf8::Byte::Char(c) => {
-                self.lane.resume();
-                let mut tmp = [0; 4];
-                let s = c.encode_utf8(&mut tmp);
-                let taken = if self.lane.takes_char(s) {
-                    self.lane_push(s, sink)
-                } else if self.lane.wants_char(c) {
-                    self.extend_held_char(c)
-                } else if self.lane.releases_char() {
-                    self.lane_release(c, sink)
-                } else {
-                    self.lane.misses() && self.dialect.is_some() && self.lane_miss_char(s, sink)
-                };
-                if !taken {
-                    self.push_general(s, sink);
-                }
+        self.lane_wide_byte(b, sink)
+    }
+
+    /// A non-ASCII byte (see [`Parser::lane_byte`]). The lane waits while the character is
+    /// incomplete (the state cannot change meanwhile) and takes it whole. No dispatch on what
+    /// the byte did: a byte at a time, characters come up every few words of prose, and each of
+    /// their bytes comes here. Out of line: inline, the hot loop widened every pushed byte.
+    #[inline(never)]
+    fn lane_wide_byte<S: Sink + ?Sized>(&mut self, b: u8, sink: &mut S) -> bool {
+        if !self.utf8.pending() {
+            if self.utf8.start(b) {
+                self.lane.suspend();
+                return true;
             }
-            utf8::Byte::Other => return false,
+            return false;
         }
-        true
+        match self.utf8.continue_with(b) {
+            Some(None) => true,
+            Some(Some(c)) => {
+                self.lane.resume();
+                if self.lane.takes_wide_text() {
+                    sink.text(c.encode_utf8(&mut [0; 4]));
+                } else {
+                    self.lane_wide_char(c, sink);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A complete character of more than one byte that is not plain visible text in the lane
+    /// (see [`Parser::lane_byte`]): the lane's other paths, or the general path.
+    #[inline(never)]
+    fn lane_wide_char<S: Sink + ?Sized>(&mut self, c: char, sink: &mut S) {
+        let mut tmp = [0; 4];
+        let s = c.encode_utf8(&mut tmp);
+        let taken = if self.lane.takes_char(s) {
+            self.lane_push(s, sink)
+        } else if self.lane.wants_char(c) {
+            self.extend_held_char(c)
+        } else if self.lane.releases_char() {
+            self.lane_release(c, sink)
+        } else {
+            self.lane.misses() && self.dialect.is_some() && self.lane_miss_char(s, sink)
+        };
+        if !taken {
+            self.push_general(s, sink);
+        }
     }
 
     /// Hands content the lane took to where the current state sends it; false when it cannot

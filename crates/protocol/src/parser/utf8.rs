@@ -8,6 +8,7 @@ pub(super) struct Carry {
 }
 
 /// What one more byte did to the carried character (see [`Carry::push_byte`]).
+#[cfg(test)]
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Byte {
     /// It began a multi-byte character.
@@ -51,26 +52,57 @@ impl Carry {
         self.len > 0
     }
 
-    /// The common case of byte input, without a general decode: one byte of a valid multi-byte
-    /// character. Straight-line code per byte (a table gives a lead byte's width and the range of
-    /// the next byte): a byte at a time, characters come up every few words of prose.
-    #[inline]
+    /// One byte of byte input, without a general decode: [`Carry::start`] with nothing carried,
+    /// else [`Carry::continue_with`] (the lane calls those directly).
+    #[cfg(test)]
     pub(super) fn push_byte(&mut self, b: u8) -> Byte {
-        let len = usize::from(self.len);
-        if len == 0 {
-            return self.start(b);
+        if self.len == 0 {
+            return if self.start(b) {
+                Byte::Started
+            } else {
+                Byte::Other
+            };
         }
+        match self.continue_with(b) {
+            Some(None) => Byte::More,
+            Some(Some(c)) => Byte::Char(c),
+            None => Byte::Other,
+        }
+    }
+
+    /// A byte with nothing carried: a lead byte starts a character (true); any other byte
+    /// changes nothing (false).
+    #[inline(always)]
+    pub(super) fn start(&mut self, b: u8) -> bool {
+        if lead(b).0 == 0 {
+            return false;
+        }
+        self.bytes[0] = b;
+        self.len = 1;
+        true
+    }
+
+    /// The next byte of the carried character (some bytes are carried): `Some(None)` while the
+    /// character stays incomplete, `Some(Some(c))` when `b` completes it (nothing is carried
+    /// then), and `None`, with nothing changed, when `b` cannot continue it. [`Carry::push_byte`]
+    /// without its dispatch on the result, for the lane's byte path.
+    #[inline(always)]
+    pub(super) fn continue_with(&mut self, b: u8) -> Option<Option<char>> {
+        let len = usize::from(self.len);
         let lead_byte = self.bytes[0];
         let (width, lo, hi) = lead(lead_byte);
         // The second byte's range excludes overlong forms, surrogates and values past U+10FFFF.
         let (lo, hi) = if len == 1 { (lo, hi) } else { (0x80, 0xBF) };
         if b < lo || b > hi {
-            return Byte::Other;
+            return None;
         }
-        if len + 1 < usize::from(width) {
-            self.bytes[len] = b;
+        let width = usize::from(width);
+        if len + 1 < width {
+            if let Some(slot) = self.bytes.get_mut(len) {
+                *slot = b;
+            }
             self.len += 1;
-            return Byte::More;
+            return Some(None);
         }
         let tail = |c: u8| u32::from(c & 0x3F);
         let code = match width {
@@ -83,24 +115,10 @@ impl Carry {
                     | tail(b)
             }
         };
-        match char::from_u32(code) {
-            Some(c) => {
-                self.len = 0;
-                Byte::Char(c)
-            }
-            None => Byte::Other,
-        }
-    }
-
-    /// A byte with nothing carried: a lead byte starts a character.
-    #[inline]
-    fn start(&mut self, b: u8) -> Byte {
-        if lead(b).0 == 0 {
-            return Byte::Other;
-        }
-        self.bytes[0] = b;
-        self.len = 1;
-        Byte::Started
+        // Always a char: every byte was in its range.
+        let c = char::from_u32(code)?;
+        self.len = 0;
+        Some(Some(c))
     }
 
     /// Decodes `input` after the carried bytes, handing complete text to `out`. Invalid bytes

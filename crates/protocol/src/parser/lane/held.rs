@@ -25,16 +25,7 @@ impl Parser {
                 None => return false,
             },
             None => {
-                // What `release_held` and the text state do with `<` and a plain byte: mid-line
-                // text follows.
-                self.function = None;
-                self.state = State::Text;
-                self.line = None;
-                self.seen_visible = true;
-                self.lane.open_text_line();
-                sink.text(&self.held);
-                sink.text(c);
-                self.held.clear();
+                self.release_lt(c, sink);
                 return true;
             }
         };
@@ -54,9 +45,34 @@ impl Parser {
     /// [`Parser::lane_release`] for an ASCII byte. The byte comes in as a `u8` rather than as a
     /// `char` for the hot loop's sake: with a `char` made from the byte in `lane_byte`, the
     /// compiler widened every pushed byte before the ASCII check (one more instruction a byte).
+    /// Hermes (which holds no byte in the lane itself) goes straight to [`Parser::release_lt`]:
+    /// in prose a `<` followed by plain text comes up every few dozen words.
     #[inline(never)]
     pub(super) fn lane_release_byte<S: Sink + ?Sized>(&mut self, b: u8, sink: &mut S) -> bool {
+        if self.dialect.is_none() {
+            self.release_lt(char::from(b).encode_utf8(&mut [0; 4]), sink);
+            return true;
+        }
         self.lane_release(char::from(b), sink)
+    }
+
+    /// Hermes's release: what `release_held` and the text state do with a held `<` (the only
+    /// byte hermes's lane releases, see [`Parser::lt_lane`]) and the plain text `c` after it:
+    /// both go out, and mid-line text follows.
+    #[inline(always)]
+    fn release_lt<S: Sink + ?Sized>(&mut self, c: &str, sink: &mut S) {
+        if self.function.is_some() {
+            self.function = None;
+        }
+        if !matches!(self.state, State::Text) {
+            self.state = State::Text;
+        }
+        self.line = None;
+        self.seen_visible = true;
+        self.lane.open_text_line();
+        sink.text(&self.held);
+        sink.text(c);
+        self.held.clear();
     }
 
     /// An ASCII byte after a dialect's held bytes that the lane neither wanted nor released (see
