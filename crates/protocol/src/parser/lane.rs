@@ -249,9 +249,8 @@ impl Lane {
     /// Opens the lane for hermes's mid-line text, with a newline taken by
     /// [`Parser::lane_newline`] and a backtick by [`Parser::lane_tick`].
     fn open_text_line(&mut self) {
-        self.open(Kind::Text, HERMES_TEXT);
-        self.gate.newline = u16::from(b'\n');
-        self.gate.tick = u16::from(b'`');
+        self.kind = Kind::Text;
+        self.gate = TEXT_LINE_GATE;
     }
 
     /// Whether `b` is a backtick that [`Parser::lane_tick`] takes.
@@ -353,7 +352,11 @@ impl Lane {
     /// The wanted byte of [`Lane::expect_along`]'s marker was held: the lane wants the next.
     fn advance(&mut self) {
         let (marker, at) = self.cursor;
-        self.expect_along(marker, at + 1, None);
+        self.cursor = (marker, at + 1);
+        // `expect(next_char(marker, at + 1), None)` without rewriting `suspended` (see
+        // `Lane::suspend`): the lane is not suspended while it wants a byte.
+        self.gate = CLOSED;
+        self.gate.set_want(next_char(marker, at + 1));
     }
 
     /// Opens the lane after a release (see [`Lane::expect`]).
@@ -374,8 +377,13 @@ impl Lane {
         }
     }
 
-    /// Closes the lane until [`Lane::resume`], which opens it as it was unless it was closed or
-    /// opened again meanwhile (then it stays closed).
+    /// Closes the lane until [`Lane::resume`], which opens it as it was unless it was closed
+    /// meanwhile (then it stays closed). The lane suspends it for a character's bytes (see
+    /// [`Parser::lane_wide_byte`]) and resumes it when the character is complete; the general
+    /// path, the only other path meanwhile, closes it while a character is incomplete
+    /// ([`Parser::set_lane`]). So only a suspend and a close write `suspended`, and a resume reads
+    /// what the last of them wrote: opening the lane leaves `suspended` alone (a push of a few
+    /// bytes opens it once or twice).
     pub(crate) fn suspend(&mut self) {
         self.suspended = self.gate;
         self.gate = CLOSED;
@@ -383,7 +391,6 @@ impl Lane {
 
     pub(crate) fn resume(&mut self) {
         self.gate = self.suspended;
-        self.suspended = CLOSED;
     }
 
     /// Opens the lane for `kind`, stopping at the bytes of set `set` (a set beyond the table
@@ -395,7 +402,6 @@ impl Lane {
             text: self.text_mask(bit(set)),
             ..CLOSED
         };
-        self.suspended = CLOSED;
     }
 }
 
@@ -412,6 +418,25 @@ const HERMES_JSON: usize = 3;
 const HERMES_AFTER_LT: usize = 4;
 const HERMES_TAG_SPACE: usize = 5;
 pub(super) const HERMES_AFTER_VALUE: usize = 6;
+
+/// The gate of [`Lane::open_text_line`]: `open(Kind::Text, HERMES_TEXT)` with a newline and a
+/// backtick taken, set up whole (a newline and the end of a `<` or of a code span open it).
+const TEXT_LINE_GATE: Gate = Gate {
+    mask: 1 << HERMES_TEXT,
+    text: 1 << HERMES_TEXT,
+    newline: b'\n' as u16,
+    tick: b'`' as u16,
+    ..CLOSED
+};
+
+/// The gate of [`Parser::lt_lane`]: `<tool_call>`'s `t` is wanted, and a byte of set
+/// [`HERMES_AFTER_LT`] releases the `<` and opens set [`HERMES_TEXT`].
+const LT_GATE: Gate = Gate {
+    want: OPEN_CALL[1] as u16,
+    release: 1 << HERMES_AFTER_LT,
+    reopen: 1 << HERMES_TEXT,
+    ..CLOSED
+};
 
 /// Hermes's lane; `open_markers` are the markers that open something in text (all start with `<`).
 pub(super) fn hermes(open_markers: &[&[u8]]) -> Lane {
@@ -464,7 +489,10 @@ impl Parser {
                 return self.lane_tick(sink);
             }
             if self.lane.wants(b) {
-                return self.extend_held(b);
+                if self.dialect.is_some() {
+                    return self.extend_held(b);
+                }
+                return self.extend_held_hermes(b);
             }
             if !self.lane.releases(b) {
                 return self.lane.misses() && self.dialect.is_some() && self.lane_miss(b, sink);
@@ -708,9 +736,13 @@ impl Parser {
     /// is held too, and plain text releases the `<` (emitted, it ends any line start).
     /// `marker_lane` with `held` = `<`, without its search: `<tool_call>` is the first open marker
     /// with or without `<think>`, and no marker is two bytes long.
+    /// The gate is set up whole: a `<` in prose comes every few dozen words.
     pub(super) fn lt_lane(&mut self) {
-        let release = Some((Kind::Text, HERMES_AFTER_LT, HERMES_TEXT));
-        self.lane.expect_along(OPEN_CALL, 1, release);
+        // `expect_along(OPEN_CALL, 1, Some((Kind::Text, HERMES_AFTER_LT, HERMES_TEXT)))`, without
+        // rewriting `suspended` (see `Lane::suspend`; the lane is not suspended here).
+        self.lane.cursor = (OPEN_CALL, 1);
+        self.lane.kind = Kind::Text;
+        self.lane.gate = LT_GATE;
     }
 
     /// Opens the lane for the current state, or closes it. Called after every change of state the

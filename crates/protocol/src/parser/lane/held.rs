@@ -109,8 +109,25 @@ impl Parser {
     /// A byte that starts a marker in the current state (see [`Lane::holds`]) is held, and the
     /// lane set up for it, as the state's one-byte step and `set_lane` would; false, with nothing
     /// changed, when the general path must take it.
+    ///
+    /// Hermes's `<` in text first, on a path that calls nothing (so it saves and restores no
+    /// registers): in prose one comes every few dozen words.
     #[inline(never)]
     pub(super) fn lane_hold(&mut self, b: u8) -> bool {
+        if self.dialect.is_none() && matches!(self.state, State::Text) {
+            // `text_byte` for a `<` (hermes holds nothing else alone; `b` is ASCII).
+            self.held.clear();
+            self.held.push(char::from(b & 0x7F));
+            self.state = State::TextTag;
+            self.lt_lane();
+            return true;
+        }
+        self.lane_hold_other(b)
+    }
+
+    /// [`Parser::lane_hold`] in the other states.
+    #[inline(never)]
+    fn lane_hold_other(&mut self, b: u8) -> bool {
         match self.dialect.as_deref_mut() {
             Some(_) => self.lane.hold_lone(b),
             // `text_byte` for a `<` (hermes holds nothing else alone); the lane also opens on an
@@ -158,6 +175,20 @@ impl Parser {
                 self.lane.advance();
             }
         }
+        true
+    }
+
+    /// [`Parser::extend_held`] for hermes: a held open marker on a path that calls nothing (so it
+    /// saves and restores no registers), as every call's tag comes a byte at a time; a block's
+    /// tag goes to `extend_held`. `b` is ASCII (only an ASCII byte is wanted).
+    #[inline(never)]
+    pub(super) fn extend_held_hermes(&mut self, b: u8) -> bool {
+        if !matches!(self.state, State::TextTag) {
+            return self.extend_held(b);
+        }
+        self.held.push(char::from(b & 0x7F));
+        // The marker stays the first one `held` begins (see `held_marker`).
+        self.lane.advance();
         true
     }
 

@@ -80,7 +80,8 @@ impl Lane {
             return false;
         };
         self.cursor = (hold.marker, 1);
-        // (The lane is open, so not suspended: `suspended` is closed already.)
+        // (The lane is open, so not suspended: `suspended` is not read until a suspend or a
+        // close writes it, see `Lane::suspend`.)
         self.gate = hold.gate;
         self.lone = (u16::from(b), hold.marker);
         true
