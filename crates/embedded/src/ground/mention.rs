@@ -166,10 +166,7 @@ impl Mentions {
         let year_keys: Vec<&str> = properties
             .iter()
             .filter(|(key, schema)| {
-                matches!(
-                    schema.get("type").and_then(Value::as_str),
-                    Some("number" | "integer")
-                ) && name_words(key).iter().any(|w| w == "year")
+                is_number(schema) && name_words(key).iter().any(|w| w == "year")
             })
             .map(|(key, _)| key.as_str())
             .collect();
@@ -257,8 +254,8 @@ impl Mentions {
                         others.push((key.clone(), Settled::Values(written)));
                     }
                 }
-                Some(t @ ("number" | "integer")) if !required.contains(key) => {
-                    let fits = |n: &Number| (t == "number" || !n.is_f64()) && within(map, n);
+                Some("number" | "integer") if !required.contains(key) => {
+                    let fits = |n: &Number| takes(map, n);
                     let value = |n: Number| number_for(&n, &self.percents, key, map);
                     let near = self.naming(key).into_iter().find_map(|at| {
                         self.number_near(at)
@@ -308,12 +305,7 @@ impl Mentions {
         // which number is whose no more than it does for two optional ones.
         let named_numbers: Vec<(&String, Vec<usize>)> = properties
             .iter()
-            .filter(|(_, schema)| {
-                matches!(
-                    schema.get("type").and_then(Value::as_str),
-                    Some("number" | "integer")
-                )
-            })
+            .filter(|(_, schema)| is_number(schema))
             .map(|(key, schema)| {
                 let mut places = self.naming(key);
                 if let Value::Object(map) = schema {
@@ -389,13 +381,15 @@ impl Mentions {
     /// Token positions of the message's words that name the parameter `key`.
     fn naming(&self, key: &str) -> Vec<usize> {
         let words = name_words(key);
+        self.word_places(|t| words.iter().any(|w| same_stem(w, t)))
+    }
+
+    /// Token positions of the message's words that `matches` takes.
+    fn word_places(&self, matches: impl Fn(&str) -> bool) -> Vec<usize> {
         self.tokens
             .iter()
             .enumerate()
-            .filter(|(_, t)| match t {
-                Token::Word(t) => words.iter().any(|w| same_stem(w, t)),
-                Token::Number(_) => false,
-            })
+            .filter(|(_, t)| matches!(t, Token::Word(w) if matches(w)))
             .map(|(i, _)| i)
             .collect()
     }
@@ -435,8 +429,8 @@ impl Mentions {
 
     /// The number right before the word at `at`, else the first within [`NEAR`] words after.
     fn number_near(&self, at: usize) -> Option<Number> {
-        if let Some(Token::Number(n)) = at.checked_sub(1).and_then(|i| self.tokens.get(i)) {
-            return Some(n.clone());
+        if let Some(n) = self.number_right_before(at) {
+            return Some(n);
         }
         self.tokens
             .iter()
@@ -463,14 +457,7 @@ impl Mentions {
     /// Whether the message writes `phrase` as whole words, any case.
     fn writes(&self, phrase: &str) -> bool {
         let phrase = phrase.trim().to_lowercase();
-        if phrase.is_empty() {
-            return false;
-        }
-        let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
-        self.lower.match_indices(&phrase).any(|(at, _)| {
-            !word(self.lower[..at].chars().next_back())
-                && !word(self.lower[at + phrase.len()..].chars().next())
-        })
+        !phrase.is_empty() && self.word_at(&phrase).is_some()
     }
 
     /// Whether the message writes `phrase` as a whole token or run of tokens (any case): not
@@ -497,6 +484,20 @@ impl Mentions {
                 && closes(self.lower[at + phrase.len()..].chars().next())
         })
     }
+}
+
+/// Whether a parameter's schema takes a number (`number` or `integer`).
+fn is_number(schema: &Value) -> bool {
+    matches!(
+        schema.get("type").and_then(Value::as_str),
+        Some("number" | "integer")
+    )
+}
+
+/// Whether a number schema takes `n`: no fraction for an integer, within its bounds.
+fn takes(schema: &Map<String, Value>, n: &Number) -> bool {
+    let integer = schema.get("type").and_then(Value::as_str) == Some("integer");
+    (!integer || !n.is_f64()) && within(schema, n)
 }
 
 /// The end of an ordinal's suffix (`st`, `nd`, `rd`, `th`) written right at `at` after a

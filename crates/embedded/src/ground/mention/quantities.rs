@@ -6,8 +6,8 @@
 use serde_json::{Map, Number, Value};
 
 use super::super::currency::{self, conversion, is_currency_parameter};
-use super::super::{plain, split_camel, within};
-use super::{same_stem, Mentions, Settled, Token, FUNCTION_WORDS};
+use super::super::{plain, split_camel};
+use super::{is_number, same_stem, takes, Mentions, Settled, Token, FUNCTION_WORDS};
 
 impl Mentions {
     /// Token positions of the message's words that write a unit the parameter's description
@@ -17,15 +17,7 @@ impl Mentions {
         if units.is_empty() {
             return Vec::new();
         }
-        self.tokens
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| match t {
-                Token::Word(t) => units.iter().any(|u| same_stem(u, t)),
-                Token::Number(_) => false,
-            })
-            .map(|(i, _)| i)
-            .collect()
+        self.word_places(|t| units.iter().any(|u| same_stem(u, t)))
     }
 
     /// The values the message gives the object's currency parameters (plain strings whose
@@ -84,15 +76,9 @@ impl Mentions {
         properties: &Map<String, Value>,
         required: &[String],
     ) -> Vec<(String, Number)> {
-        let numeric = |schema: &Value| {
-            matches!(
-                schema.get("type").and_then(Value::as_str),
-                Some("number" | "integer")
-            )
-        };
         let mut keys: Vec<&String> = properties
             .iter()
-            .filter(|(key, schema)| numeric(schema) && numbered_name(key).is_some())
+            .filter(|(key, schema)| is_number(schema) && numbered_name(key).is_some())
             .map(|(key, _)| key)
             .collect();
         keys.sort_by_key(|key| numbered_name(key));
@@ -105,7 +91,7 @@ impl Mentions {
                 .first()
                 .is_some_and(|(stem, i)| stem.is_empty() || *i == 1);
         let required_all = properties.iter().all(|(key, schema)| {
-            !numeric(schema) || !required.contains(key) || keys.contains(&key)
+            !is_number(schema) || !required.contains(key) || keys.contains(&key)
         });
         if keys.len() < 2 || !in_order || !required_all {
             return Vec::new();
@@ -118,12 +104,10 @@ impl Mentions {
         let [list] = lists.as_slice() else {
             return Vec::new();
         };
-        let fits = keys.iter().zip(list).all(|(key, n)| {
-            properties.get(*key).is_some_and(|schema| {
-                let integer = schema.get("type").and_then(Value::as_str) == Some("integer");
-                (!integer || !n.is_f64()) && schema.as_object().is_some_and(|map| within(map, n))
-            })
-        });
+        let fits = keys
+            .iter()
+            .zip(list)
+            .all(|(key, n)| fits(properties, key, n));
         if !fits {
             return Vec::new();
         }
@@ -141,15 +125,9 @@ impl Mentions {
         &self,
         properties: &Map<String, Value>,
     ) -> Option<[(String, Number); 2]> {
-        let numeric = |schema: &Value| {
-            matches!(
-                schema.get("type").and_then(Value::as_str),
-                Some("number" | "integer")
-            )
-        };
         let with = |ends: &[&str]| -> Option<&String> {
             let mut keys = properties.iter().filter(|(key, schema)| {
-                numeric(schema)
+                is_number(schema)
                     && key
                         .split(|c: char| !c.is_alphanumeric())
                         .flat_map(split_camel)
@@ -164,13 +142,8 @@ impl Mentions {
             return None;
         }
         let (from, to) = self.written_range()?;
-        let fits = |key: &String, n: &Number| {
-            properties.get(key).is_some_and(|schema| {
-                let integer = schema.get("type").and_then(Value::as_str) == Some("integer");
-                (!integer || !n.is_f64()) && schema.as_object().is_some_and(|map| within(map, n))
-            })
-        };
-        (fits(start, &from) && fits(end, &to)).then(|| [(start.clone(), from), (end.clone(), to)])
+        (fits(properties, start, &from) && fits(properties, end, &to))
+            .then(|| [(start.clone(), from), (end.clone(), to)])
     }
 
     /// The first range the message writes: `from|between [v] A [word] to|and|through|until [v] B`,
@@ -213,15 +186,12 @@ impl Mentions {
         let Some(counted) = counted_word(map.get("description")) else {
             return Vec::new();
         };
-        self.tokens
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| matches!(t, Token::Word(t) if same_stem(&counted, t)))
-            .map(|(i, _)| i)
-            .collect()
+        self.word_places(|t| same_stem(&counted, t))
     }
 
-    /// A number at most [`COUNT_GAP`] words before the word at `at`, with only words between.
+    /// A number at most [`COUNT_GAP`] words before the word at `at`, with only words between
+    /// and none of them a [`FUNCTION_WORDS`] word ("three personality traits", not "3 of the
+    /// traits").
     pub(super) fn number_shortly_before(&self, at: usize) -> Option<Number> {
         (1..=COUNT_GAP + 1).find_map(|back| {
             let i = at.checked_sub(back)?;
@@ -254,6 +224,14 @@ impl Mentions {
             _ => None,
         }
     }
+}
+
+/// Whether the property `key` takes the number `n` (see [`takes`]).
+fn fits(properties: &Map<String, Value>, key: &str, n: &Number) -> bool {
+    properties
+        .get(key)
+        .and_then(Value::as_object)
+        .is_some_and(|map| takes(map, n))
 }
 
 /// The units a number's description gives it in: the word after `in` that opens a parenthesis
