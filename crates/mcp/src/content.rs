@@ -12,6 +12,7 @@ use base64::Engine;
 use rand::Rng;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use toolbridge_protocol::texts;
+use toolbridge_sandbox::beneath::Tree;
 
 /// Where binary content is saved.
 pub fn output_dir(workspace: Option<&Path>) -> PathBuf {
@@ -84,19 +85,39 @@ async fn save(data: &str, mime: &str, server: &str, dir: &Path) -> Option<String
             return None;
         }
     };
-    if let Err(e) = tokio::fs::create_dir_all(dir).await {
-        tracing::warn!(server, dir = %dir.display(), error = %e, "cannot create the output folder");
-        return None;
-    }
     let random: u64 = rand::rng().random();
-    let path = dir.join(format!("mcp-{server}-{random:016x}.{}", extension(mime)));
-    match tokio::fs::write(&path, &bytes).await {
-        Ok(()) => Some(path.display().to_string()),
-        Err(e) => {
+    let name = format!("mcp-{server}-{random:016x}.{}", extension(mime));
+    let path = dir.join(&name);
+    let target = dir.to_path_buf();
+    let written = tokio::task::spawn_blocking(move || write_new(&target, &name, &bytes)).await;
+    match written {
+        Ok(Ok(())) => Some(path.display().to_string()),
+        Ok(Err(e)) => {
             tracing::warn!(server, path = %path.display(), error = %e, "cannot save MCP content");
             None
         }
+        Err(e) => {
+            tracing::warn!(server, error = %e, "saving MCP content did not finish");
+            None
+        }
     }
+}
+
+/// Writes `bytes` as the new file `name` in `dir` (created when missing). `dir` is usually a
+/// workspace's `downloads/`, which sandboxed code can replace with a link at any moment: the
+/// folder is opened below its parent and the file created below it without following any link
+/// (`toolbridge_sandbox::beneath`).
+fn write_new(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let (Some(parent), Some(folder)) = (dir.parent(), dir.file_name().and_then(|n| n.to_str()))
+    else {
+        return Err(std::io::Error::other("no folder to save into"));
+    };
+    std::fs::create_dir_all(parent)?;
+    let mut file = Tree::open(parent)?
+        .dir_or_create(folder, 0o755)?
+        .create_new(name, 0o644)?;
+    file.write_all(bytes)
 }
 
 /// A file extension for a MIME type (the server's file name is never used).
@@ -165,5 +186,20 @@ mod tests {
         let empty = CallToolResult::success(vec![]);
         assert_eq!(render(&empty, "py", &dir).await, texts::MCP_NO_CONTENT);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Sandboxed code can replace a workspace's `downloads/` with a link to a host folder: the
+    /// server's binary content is then not saved, and nothing is written through the link.
+    #[tokio::test]
+    async fn a_downloads_folder_replaced_by_a_link_is_not_written_through() {
+        let ws = tempfile::tempdir().unwrap();
+        let host = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(host.path(), ws.path().join("downloads")).unwrap();
+        let png = base64::engine::general_purpose::STANDARD.encode(b"\x89PNG fake");
+        let result = CallToolResult::success(vec![ContentBlock::image(png, "image/png")]);
+        let dir = output_dir(Some(ws.path()));
+        let text = render(&result, "py", &dir).await;
+        assert_eq!(text, "[image returned but it could not be saved]");
+        assert_eq!(std::fs::read_dir(host.path()).unwrap().count(), 0);
     }
 }

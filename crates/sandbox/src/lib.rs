@@ -14,6 +14,7 @@
 //! With neither available [`Sandbox::new`] fails unless the operator set
 //! `allow_unsandboxed = true`; there is never a silent downgrade.
 
+pub mod beneath;
 pub mod bwrap;
 pub mod check;
 pub mod config;

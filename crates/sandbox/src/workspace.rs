@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
+use crate::beneath::Tree;
 use crate::error::SandboxError;
 
 pub const FOLDERS: &[&str] = &["uploads", "downloads", "outputs"];
@@ -22,8 +23,10 @@ pub fn prepare(
         path: host.to_path_buf(),
         reason,
     };
+    std::fs::create_dir_all(host).map_err(|e| err(e.to_string()))?;
+    let tree = Tree::open(host).map_err(|e| err(e.to_string()))?;
     for folder in FOLDERS {
-        std::fs::create_dir_all(host.join(folder)).map_err(|e| err(e.to_string()))?;
+        own_folder(&tree, folder).map_err(|e| err(format!("{folder}: {e}")))?;
     }
     if let Some((uid, gid)) = run_as {
         if check_reachable {
@@ -78,20 +81,25 @@ pub fn scratch_dir(what: &str) -> PathBuf {
 pub fn private_tmp(workspace: &Path, run_as: Option<(u32, u32)>) -> Result<PathBuf, SandboxError> {
     let tmp = workspace.join(PRIVATE_TMP);
     let io = |e: std::io::Error| SandboxError::io(format!("creating {}", tmp.display()), e);
-    match std::fs::symlink_metadata(&tmp) {
-        Ok(meta) if meta.is_dir() => {}
-        // Sandboxed code could have replaced it with a symlink or a file: start afresh.
-        Ok(_) => {
-            std::fs::remove_file(&tmp).map_err(io)?;
-            std::fs::create_dir(&tmp).map_err(io)?;
-        }
-        Err(_) => std::fs::create_dir(&tmp).map_err(io)?,
-    }
+    let dir = own_folder(&Tree::open(workspace).map_err(io)?, PRIVATE_TMP).map_err(io)?;
     if let Some((uid, gid)) = run_as {
-        let dir = open_dir_nofollow(rustix::fs::CWD, &tmp).map_err(|e| io(e.into()))?;
-        rustix::fs::fchown(&dir, Some(uid_of(uid)), Some(gid_of(gid))).map_err(|e| io(e.into()))?;
+        rustix::fs::fchown(dir.fd(), Some(uid_of(uid)), Some(gid_of(gid)))
+            .map_err(|e| io(e.into()))?;
     }
     Ok(tmp)
+}
+
+/// The folder `name` directly below `tree`, created when missing. Sandboxed code could have
+/// replaced it with a link or a file: that is removed (never followed) and the folder made
+/// afresh.
+fn own_folder(tree: &Tree, name: &str) -> std::io::Result<Tree> {
+    match tree.dir_or_create(name, 0o755) {
+        Ok(dir) => Ok(dir),
+        Err(_) => {
+            tree.remove(name)?;
+            tree.dir_or_create(name, 0o755)
+        }
+    }
 }
 
 /// Changes the owner of `root` and everything below it, never following a symlink: sandboxed
@@ -170,5 +178,25 @@ mod tests {
         assert_eq!(mode_of(&closed) & 0o7777, 0o700);
         std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o711)).unwrap();
         assert_eq!(first_closed_ancestor(&below), None);
+    }
+
+    #[test]
+    fn folders_replaced_by_links_are_made_afresh_and_never_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let host = tmp.path().join("host");
+        std::fs::create_dir(&host).unwrap();
+        std::fs::write(host.join("keep"), "host").unwrap();
+        let ws = tmp.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        std::os::unix::fs::symlink(&host, ws.join("outputs")).unwrap();
+        std::os::unix::fs::symlink(&host, ws.join(PRIVATE_TMP)).unwrap();
+        prepare(&ws, None, false).unwrap();
+        private_tmp(&ws, None).unwrap();
+        for folder in FOLDERS.iter().chain([&PRIVATE_TMP]) {
+            let meta = std::fs::symlink_metadata(ws.join(folder)).unwrap();
+            assert!(meta.is_dir(), "{folder}");
+        }
+        assert_eq!(std::fs::read_to_string(host.join("keep")).unwrap(), "host");
+        assert_eq!(std::fs::read_dir(&host).unwrap().count(), 1);
     }
 }

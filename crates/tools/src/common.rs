@@ -1,12 +1,13 @@
 //! Helpers shared by the tools: specs from the seed texts, workspace folders, generated names.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rand::Rng;
 use serde_json::Value;
 use toolbridge_agent::{ToolContext, ToolError};
 use toolbridge_protocol::texts;
 use toolbridge_protocol::types::ToolSpec;
+use toolbridge_sandbox::beneath::Tree;
 
 /// Where the conversation workspace appears inside the sandbox: paths given to the model are
 /// `/workspace/<folder>/<name>`; on the host the same file is `<ToolContext::workspace>/<folder>/<name>`.
@@ -23,26 +24,20 @@ pub fn seed_spec(name: &str, description: &str, schema: &str) -> ToolSpec {
     ToolSpec::new(name, description, parameters)
 }
 
-/// `<workspace>/<folder>`, created if missing. A folder that is a symbolic link is refused (code in
-/// the sandbox can write the workspace; it must not redirect our writes outside it).
-pub fn workspace_dir(context: &ToolContext, folder: &str) -> Result<(PathBuf, String), ToolError> {
+/// `<workspace>/<folder>` held open (created if missing). A folder that is a symbolic link is
+/// refused (code in the sandbox can write the workspace; it must not redirect our writes outside
+/// it), and everything below it is reached through the returned tree.
+pub fn workspace_dir(context: &ToolContext, folder: &str) -> Result<(Tree, String), ToolError> {
     let Some(workspace) = &context.workspace else {
         return Err(ToolError::new(texts::NO_WORKSPACE));
     };
     std::fs::create_dir_all(workspace)
         .map_err(|e| ToolError::internal(format!("creating the workspace: {e}")))?;
-    let dir = workspace.join(folder);
-    match std::fs::symlink_metadata(&dir) {
-        Ok(meta) if meta.is_dir() => {}
-        Ok(_) => {
-            return Err(ToolError::internal(format!(
-                "{} is not a plain folder",
-                dir.display()
-            )))
-        }
-        Err(_) => std::fs::create_dir(&dir)
-            .map_err(|e| ToolError::internal(format!("creating {}: {e}", dir.display())))?,
-    }
+    let dir = Tree::open(workspace)
+        .and_then(|ws| ws.dir_or_create(folder, 0o755))
+        .map_err(|e| {
+            ToolError::internal(format!("opening {}/{folder}: {e}", workspace.display()))
+        })?;
     Ok((dir, format!("{SANDBOX_WORKSPACE}/{folder}")))
 }
 
@@ -76,20 +71,16 @@ pub fn safe_stem(hint: &str) -> Option<String> {
     (!stem.is_empty()).then_some(stem)
 }
 
-/// Writes a new file (never overwriting or following an existing name).
-pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
+/// Writes `bytes` to the new file `name` in `dir` (never following or overwriting anything
+/// there).
+pub fn write_new(dir: &Tree, name: &str, bytes: &[u8]) -> Result<(), ToolError> {
     use std::io::Write;
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
-        return Err(ToolError::internal(format!(
-            "{} is not a file path",
-            path.display()
-        )));
-    };
-    let mut file = crate::fswalk::create_new_in(dir, name)
-        .map_err(|e| ToolError::internal(format!("creating {}: {e}", path.display())))?;
+    let mut file = dir
+        .create_new(name, 0o644)
+        .map_err(|e| ToolError::internal(format!("creating {name}: {e}")))?;
     file.write_all(bytes)
         .and_then(|()| file.sync_all())
-        .map_err(|e| ToolError::internal(format!("writing {}: {e}", path.display())))
+        .map_err(|e| ToolError::internal(format!("writing {name}: {e}")))
 }
 
 /// The strings of `one` and then `many` from the arguments, without repeats.

@@ -108,7 +108,7 @@ impl Tool for FetchImage {
                 .await
                 .map_err(|reason| ToolError::new(texts::fetch_failed(&url, &reason)))?;
             let name = generated_name(hint, kind);
-            write_new(&dir.join(&name), &body)?;
+            write_new(&dir, &name, &body)?;
             Ok(texts::fetch_image_saved(
                 &format!("{shown}/{name}"),
                 kind.mime(),

@@ -14,7 +14,6 @@
 
 pub mod common;
 pub mod fetch_image;
-pub mod fswalk;
 pub mod images;
 pub mod memory;
 pub mod net;

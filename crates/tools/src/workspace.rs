@@ -12,12 +12,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
+use toolbridge_sandbox::beneath::{Stamp, Tree, WalkLimits};
 
 /// The marker file of a workspace folder.
 pub const MARKER: &str = ".toolbridge-workspace";
 
 /// How far the outputs report looks.
-const OUTPUT_WALK: crate::fswalk::Limits = crate::fswalk::Limits {
+const OUTPUT_WALK: WalkLimits = WalkLimits {
     max_entries: 10_000,
     max_depth: 8,
 };
@@ -166,14 +167,20 @@ impl Workspace {
     /// the operator, so an existing folder with other files is accepted).
     pub fn at(path: PathBuf) -> Result<Workspace, WorkspaceError> {
         std::fs::create_dir_all(&path).map_err(io(&path))?;
+        let tree = Tree::open(&path).map_err(io(&path))?;
         for folder in FOLDERS {
             let dir = path.join(folder);
-            match std::fs::symlink_metadata(&dir) {
-                Ok(meta) if meta.is_dir() => {}
-                // Sandboxed code can write the workspace: a folder replaced by a link must not
-                // redirect our writes (attachments) elsewhere.
-                Ok(_) => return Err(WorkspaceError::NotAWorkspace(dir)),
-                Err(_) => std::fs::create_dir(&dir).map_err(io(&dir))?,
+            // Sandboxed code can write the workspace: a folder replaced by a link must not
+            // redirect our writes (attachments) elsewhere.
+            if let Err(e) = tree.dir_or_create(folder, 0o755) {
+                let planted = [rustix::io::Errno::LOOP, rustix::io::Errno::NOTDIR]
+                    .iter()
+                    .any(|code| e.raw_os_error() == Some(code.raw_os_error()));
+                return Err(if planted {
+                    WorkspaceError::NotAWorkspace(dir)
+                } else {
+                    io(&dir)(e)
+                });
             }
         }
         let ws = Workspace { path };
@@ -185,29 +192,22 @@ impl Workspace {
         &self.path
     }
 
-    /// Marks the workspace as used now. Sandboxed code can write the workspace: a marker it
-    /// replaced with a link (to a host file we would then overwrite) or anything else is removed
-    /// and recreated; the file is opened without following links.
+    /// The workspace folder held open: every access below it goes through this (sandboxed code
+    /// can rename, replace or link anything inside at any moment; see
+    /// `toolbridge_sandbox::beneath`).
+    pub fn tree(&self) -> Result<Tree, WorkspaceError> {
+        Tree::open(&self.path).map_err(io(&self.path))
+    }
+
+    /// Marks the workspace as used now. Sandboxed code can write the workspace: whatever it put
+    /// in the marker's place (a link to a host file we would then overwrite, a folder) is
+    /// removed, never followed.
     pub fn touch(&self) -> Result<(), WorkspaceError> {
         use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
         let marker = self.path.join(MARKER);
-        if let Ok(meta) = std::fs::symlink_metadata(&marker) {
-            if !meta.is_file() {
-                if meta.is_dir() {
-                    std::fs::remove_dir_all(&marker).map_err(io(&marker))?;
-                } else {
-                    std::fs::remove_file(&marker).map_err(io(&marker))?;
-                }
-            }
-        }
-        let nofollow = i32::try_from(rustix::fs::OFlags::NOFOLLOW.bits()).unwrap_or(0);
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .custom_flags(nofollow)
-            .open(&marker)
+        let mut file = self
+            .tree()?
+            .replace_file(MARKER, 0o644)
             .map_err(io(&marker))?;
         file.write_all(b"toolbridge conversation workspace\n")
             .map_err(io(&marker))
@@ -225,18 +225,10 @@ impl Workspace {
             .and_then(|n| n.to_str())
             .map(sanitize_name)
             .unwrap_or_else(|| "upload".to_owned());
-        let uploads = self.path.join("uploads");
-        let target = free_name(&uploads, &name);
         let mut src = std::fs::File::open(file).map_err(io(file))?;
-        // Never follow or overwrite something sandboxed code put there, nor a folder it swapped
-        // for a link (created relative to an O_NOFOLLOW handle of uploads/).
-        let target_name = target
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or(&name)
-            .to_owned();
-        let mut dst = crate::fswalk::create_new_in(&uploads, &target_name).map_err(io(&target))?;
-        std::io::copy(&mut src, &mut dst).map_err(io(&target))?;
+        let (target_name, mut dst) = self.new_upload(&name)?;
+        std::io::copy(&mut src, &mut dst)
+            .map_err(io(&self.path.join("uploads").join(&target_name)))?;
         Ok(format!(
             "{}/uploads/{target_name}",
             crate::common::SANDBOX_WORKSPACE
@@ -247,51 +239,59 @@ impl Workspace {
     /// there gets `-2`, `-3`, …); returns the path inside the sandbox. No link is followed.
     pub fn attach_bytes(&self, name: &str, bytes: &[u8]) -> Result<String, WorkspaceError> {
         use std::io::Write;
-        let name = sanitize_name(name);
-        let uploads = self.path.join("uploads");
-        std::fs::create_dir_all(&uploads).map_err(io(&uploads))?;
-        let target = free_name(&uploads, &name);
-        let target_name = target
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or(&name)
-            .to_owned();
-        let mut dst = crate::fswalk::create_new_in(&uploads, &target_name).map_err(io(&target))?;
-        dst.write_all(bytes).map_err(io(&target))?;
+        let (target_name, mut dst) = self.new_upload(&sanitize_name(name))?;
+        dst.write_all(bytes)
+            .map_err(io(&self.path.join("uploads").join(&target_name)))?;
         Ok(format!(
             "{}/uploads/{target_name}",
             crate::common::SANDBOX_WORKSPACE
         ))
     }
 
+    /// A new file in `uploads/` named `name`, or `stem-2.ext`, `stem-3.ext`, … when taken. Each
+    /// name is tried with `O_CREAT | O_EXCL` below the workspace: nothing sandboxed code put
+    /// there is followed or overwritten, and `uploads/` swapped for a link is an error.
+    fn new_upload(&self, name: &str) -> Result<(String, std::fs::File), WorkspaceError> {
+        let uploads = self.path.join("uploads");
+        let tree = self.tree()?;
+        tree.dir_or_create("uploads", 0o755).map_err(io(&uploads))?;
+        let (stem, ext) = match name.rfind('.') {
+            Some(i) if i > 0 => (&name[..i], &name[i..]),
+            _ => (name, ""),
+        };
+        let candidates =
+            std::iter::once(name.to_owned()).chain((2..1000).map(|n| format!("{stem}-{n}{ext}")));
+        for candidate in candidates {
+            match tree.create_new(&format!("uploads/{candidate}"), 0o644) {
+                Ok(file) => return Ok((candidate, file)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(io(&uploads.join(&candidate))(e)),
+            }
+        }
+        Err(io(&uploads.join(name))(std::io::Error::other(
+            "no free name left for this file",
+        )))
+    }
+
     /// The content of a file under `outputs/` (as [`Workspace::new_outputs`] lists them), at
     /// most `max` bytes (longer: an error). Sandboxed code controls that tree, so the file is
     /// opened without following links and must be a regular file.
     pub fn read_output(&self, relative: &str, max: u64) -> Result<Vec<u8>, WorkspaceError> {
-        use std::io::Read;
         let path = self.path.join("outputs").join(relative);
-        let (dir, name) = match (path.parent(), path.file_name().and_then(|n| n.to_str())) {
-            (Some(dir), Some(name)) if !relative.split('/').any(|c| c == "..") => (dir, name),
-            _ => return Err(WorkspaceError::NotAFile(path)),
-        };
-        let file = crate::fswalk::open_regular_in(dir, name).map_err(io(&path))?;
-        let mut out = Vec::new();
-        file.take(max + 1)
-            .read_to_end(&mut out)
-            .map_err(io(&path))?;
-        if out.len() as u64 > max {
-            return Err(WorkspaceError::Io {
-                path,
-                source: std::io::Error::other(format!("larger than {max} bytes")),
-            });
-        }
-        Ok(out)
+        self.tree()?
+            .dir("outputs")
+            .and_then(|outputs| outputs.read_regular(relative, max))
+            .map_err(io(&path))
     }
 
     /// The files under `outputs/` with their sizes and modification times (sandboxed code
     /// controls this tree: no link is followed, the root included).
     pub fn outputs(&self) -> OutputsSnapshot {
-        let files = crate::fswalk::regular_files(&self.path.join("outputs"), OUTPUT_WALK)
+        let files = self
+            .tree()
+            .and_then(|t| t.dir("outputs").map_err(io(&self.path)))
+            .map(|outputs| outputs.regular_files(OUTPUT_WALK))
+            .unwrap_or_default()
             .into_iter()
             .map(|(rel, stamp)| (rel.to_string_lossy().into_owned(), stamp))
             .collect();
@@ -352,25 +352,10 @@ fn sanitize_name(name: &str) -> String {
     }
 }
 
-fn free_name(dir: &Path, name: &str) -> PathBuf {
-    let first = dir.join(name);
-    if std::fs::symlink_metadata(&first).is_err() {
-        return first;
-    }
-    let (stem, ext) = match name.rfind('.') {
-        Some(i) if i > 0 => (&name[..i], &name[i..]),
-        _ => (name, ""),
-    };
-    (2..)
-        .map(|n| dir.join(format!("{stem}-{n}{ext}")))
-        .find(|p| std::fs::symlink_metadata(p).is_err())
-        .unwrap_or(first)
-}
-
 /// What `outputs/` held at one moment.
 #[derive(Clone, Debug, Default)]
 pub struct OutputsSnapshot {
-    files: HashMap<String, crate::fswalk::Stamp>,
+    files: HashMap<String, Stamp>,
 }
 
 /// A file the model produced.
@@ -423,7 +408,7 @@ pub fn clean_idle(root: &Path, idle: Duration, keep: Option<&str>) -> Vec<Worksp
         .into_iter()
         .filter(|w| Some(w.conversation.as_str()) != keep)
         .filter(|w| now.duration_since(w.last_used).is_ok_and(|age| age > idle))
-        .filter(|w| match std::fs::remove_dir_all(&w.path) {
+        .filter(|w| match remove_workspace(root, &w.conversation) {
             Ok(()) => true,
             Err(e) => {
                 tracing::warn!(path = %w.path.display(), error = %e, "could not remove an idle workspace");
@@ -431,6 +416,32 @@ pub fn clean_idle(root: &Path, idle: Duration, keep: Option<&str>) -> Vec<Worksp
             }
         })
         .collect()
+}
+
+/// How far size accounting looks (the figure is a lower bound past this).
+const USAGE_WALK: WalkLimits = WalkLimits {
+    max_entries: 1_000_000,
+    max_depth: 64,
+};
+
+/// What the workspace folder at `path` holds on disk, walked by descriptor without following any
+/// link sandboxed code planted (zero when it cannot be opened).
+pub fn disk_usage(path: &Path) -> toolbridge_sandbox::beneath::Usage {
+    Tree::open(path)
+        .map(|tree| tree.usage(USAGE_WALK))
+        .unwrap_or_default()
+}
+
+/// Removes the workspace `conversation` under `root`, without following any link sandboxed code
+/// left inside it.
+pub fn remove_workspace(root: &Path, conversation: &str) -> std::io::Result<()> {
+    if !valid_conversation(conversation) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{conversation:?} is not a conversation id"),
+        ));
+    }
+    Tree::open(root)?.remove(conversation)
 }
 
 #[cfg(test)]
@@ -581,5 +592,73 @@ mod tests {
         assert_eq!(names, ["old"]);
         assert!(!old.path().exists());
         assert!(fresh.path().exists() && current.path().exists() && stray.exists());
+    }
+
+    /// Issue 34's attack on the host side alone: a folder of `outputs/` exchanged with a link to a
+    /// host folder while outputs are listed and read. Only the decoy or an error comes back.
+    #[test]
+    fn outputs_read_while_a_folder_is_swapped_for_a_link_never_leave_the_workspace() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let root = tempfile::tempdir().unwrap();
+        let host = tempfile::tempdir().unwrap();
+        std::fs::create_dir(host.path().join("etc")).unwrap();
+        std::fs::write(host.path().join("etc/shadow"), "HOST").unwrap();
+        let ws = Workspace::open(root.path(), "race").unwrap();
+        let out = ws.path().join("outputs");
+        std::fs::create_dir_all(out.join("z/etc")).unwrap();
+        std::fs::write(out.join("z/etc/shadow"), "decoy").unwrap();
+        std::fs::write(out.join("plain.txt"), "plain").unwrap();
+        std::os::unix::fs::symlink(host.path(), out.join("zlink")).unwrap();
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let swapper = {
+            let (stop, out) = (stop.clone(), out.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    rustix::fs::renameat_with(
+                        rustix::fs::CWD,
+                        out.join("z"),
+                        rustix::fs::CWD,
+                        out.join("zlink"),
+                        rustix::fs::RenameFlags::EXCHANGE,
+                    )
+                    .unwrap();
+                }
+            })
+        };
+        let (mut decoys, mut refused) = (0, 0);
+        for _ in 0..5_000 {
+            match ws.read_output("z/etc/shadow", 1024) {
+                Ok(bytes) => {
+                    assert_eq!(bytes, b"decoy", "a host file was read");
+                    decoys += 1;
+                }
+                Err(_) => refused += 1,
+            }
+            assert_eq!(ws.read_output("plain.txt", 1024).unwrap(), b"plain");
+        }
+        stop.store(true, Ordering::Relaxed);
+        swapper.join().unwrap();
+        assert!(
+            decoys > 0 && refused > 0,
+            "{decoys} decoys, {refused} refused"
+        );
+    }
+
+    #[test]
+    fn removing_a_workspace_never_follows_links_inside_it() {
+        let root = tempfile::tempdir().unwrap();
+        let host = tempfile::tempdir().unwrap();
+        std::fs::write(host.path().join("keep"), "host").unwrap();
+        let ws = Workspace::open(root.path(), "gone").unwrap();
+        std::os::unix::fs::symlink(host.path(), ws.path().join("outputs/link")).unwrap();
+        std::fs::write(ws.path().join("outputs/a.txt"), "a").unwrap();
+        assert!(disk_usage(ws.path()).bytes > 0);
+        remove_workspace(root.path(), "gone").unwrap();
+        assert!(!ws.path().exists());
+        assert_eq!(
+            std::fs::read_to_string(host.path().join("keep")).unwrap(),
+            "host"
+        );
+        assert!(remove_workspace(root.path(), "..").is_err());
     }
 }

@@ -34,23 +34,6 @@ enum WorkspacesCommand {
     },
 }
 
-fn size_of(dir: &std::path::Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let meta = e.path().symlink_metadata().ok()?;
-            Some(if meta.is_dir() {
-                size_of(&e.path())
-            } else {
-                meta.len()
-            })
-        })
-        .sum()
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let loaded = config::load(args.config.as_deref())?;
     let tools = &loaded.config.tools;
@@ -73,7 +56,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     "{}  used {} ago  {} bytes  {}",
                     w.conversation,
                     human_age(age),
-                    size_of(&w.path),
+                    workspace::disk_usage(&w.path).bytes,
                     w.path.display()
                 );
             }

@@ -18,7 +18,6 @@ pub mod header;
 pub mod size;
 
 use std::io::Read;
-use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
@@ -27,6 +26,7 @@ use serde_json::{json, Value};
 use toolbridge_agent::{Tool, ToolContext, ToolError, ToolFuture};
 use toolbridge_protocol::texts;
 use toolbridge_protocol::types::ToolSpec;
+use toolbridge_sandbox::beneath::{FileType, Tree};
 
 use crate::common::{random_hex, seed_spec, workspace_dir, write_new, SANDBOX_WORKSPACE};
 use crate::fetch_image::{ImageKind, MAX_IMAGE_BYTES};
@@ -343,9 +343,9 @@ impl Tool for ImageGenerate {
                     random_hex(6),
                     kind.extension()
                 );
-                write_new(&outputs.join(&name), &bytes)?;
+                write_new(&outputs, &name, &bytes)?;
                 // The staged copy: what python_execute and the document tools read from.
-                if let Err(e) = write_new(&uploads.join(&name), &bytes) {
+                if let Err(e) = write_new(&uploads, &name, &bytes) {
                     tracing::warn!(error = %e, %name, "image_generate: not staged in uploads/");
                     staged = false;
                 }
@@ -383,9 +383,10 @@ fn takes_references(model: &str) -> bool {
 
 /// Reads `dir/name` when it is an image (no link followed; at most [`MAX_EDIT_IMAGE_BYTES`]):
 /// `Ok(None)` for a file that is not an image, a tool error for one too large.
-fn load(dir: &Path, folder: &str, name: &str) -> Result<Option<Loaded>, ToolError> {
+fn load(dir: &Tree, folder: &str, name: &str) -> Result<Option<Loaded>, ToolError> {
     let shown = format!("{SANDBOX_WORKSPACE}/{folder}/{name}");
-    let file = crate::fswalk::open_regular_in(dir, name)
+    let file = dir
+        .open_regular(name)
         .map_err(|e| ToolError::internal(format!("opening {shown}: {e}")))?;
     let mut head = Vec::with_capacity(32);
     let mut file = file.take(u64::try_from(MAX_EDIT_IMAGE_BYTES).unwrap_or(u64::MAX) + 1);
@@ -410,7 +411,7 @@ fn load(dir: &Path, folder: &str, name: &str) -> Result<Option<Loaded>, ToolErro
 
 /// The images among this turn's attachments, in attachment order (files that are gone or not
 /// images are not counted; one too large is counted and fails when it is used).
-fn turn_images(uploads: &Path, attachments: &[String]) -> Vec<Result<Loaded, ToolError>> {
+fn turn_images(uploads: &Tree, attachments: &[String]) -> Vec<Result<Loaded, ToolError>> {
     let mut images = Vec::new();
     for name in attachments {
         match load(uploads, "uploads", name) {
@@ -426,26 +427,23 @@ fn turn_images(uploads: &Path, attachments: &[String]) -> Vec<Result<Loaded, Too
 }
 
 /// The names of files this tool wrote in `dir` (`image-<13-digit unix ms>-…`).
-fn generated_names(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-                .filter_map(|e| e.file_name().into_string().ok())
-                .filter(|n| {
-                    n.strip_prefix("image-")
-                        .and_then(|r| r.get(..13))
-                        .is_some_and(|ms| ms.bytes().all(|b| b.is_ascii_digit()))
-                })
-                .collect()
-        })
+fn generated_names(dir: &Tree) -> Vec<String> {
+    dir.entries()
         .unwrap_or_default()
+        .into_iter()
+        .filter(|(_, kind)| *kind == FileType::RegularFile)
+        .map(|(name, _)| name)
+        .filter(|n| {
+            n.strip_prefix("image-")
+                .and_then(|r| r.get(..13))
+                .is_some_and(|ms| ms.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .collect()
 }
 
 /// The newest image this tool wrote (`image-<ms>-…`, names sort by time), from `outputs/` or,
 /// when the model moved it away from there, its staged copy in `uploads/`.
-fn previous_generation(outputs: &Path, uploads: &Path) -> Result<Loaded, ToolError> {
+fn previous_generation(outputs: &Tree, uploads: &Tree) -> Result<Loaded, ToolError> {
     let mut found: Vec<(String, bool)> = generated_names(outputs)
         .into_iter()
         .map(|n| (n, true))

@@ -24,10 +24,8 @@ pub fn mark(workspace: &Path) {
     }
     let path = workspace.join(MARKER);
     // Only ever created, never opened when present (nothing is written through a link).
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)
+    let written = toolbridge_sandbox::beneath::Tree::open(workspace)
+        .and_then(|tree| tree.create_new(MARKER, 0o644))
         .and_then(|mut f| f.write_all(b"python_execute ran in this workspace\n"));
     match written {
         Ok(()) => {}

@@ -4,12 +4,12 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::fswalk::{self, Stamp};
+use toolbridge_sandbox::beneath::{Stamp, Tree, WalkLimits};
 
 /// The folder, relative to the workspace, whose new files are reported.
 pub const OUTPUTS: &str = "outputs";
 /// A cell could create a huge tree; the walk stops after this many entries and this depth.
-const LIMITS: fswalk::Limits = fswalk::Limits {
+const LIMITS: WalkLimits = WalkLimits {
     max_entries: 10_000,
     max_depth: 16,
 };
@@ -20,9 +20,13 @@ pub struct Snapshot(HashMap<PathBuf, Stamp>);
 
 impl Snapshot {
     /// The files under `dir`. Sandboxed code controls this tree, so no symbolic link is followed,
-    /// the root included (`fswalk`).
+    /// the root included (`toolbridge_sandbox::beneath`).
     pub fn take(dir: &Path) -> Snapshot {
-        Snapshot(fswalk::regular_files(dir, LIMITS))
+        Snapshot(
+            Tree::open(dir)
+                .map(|tree| tree.regular_files(LIMITS))
+                .unwrap_or_default(),
+        )
     }
 
     /// Files under `dir` that are new or changed since this snapshot, as
