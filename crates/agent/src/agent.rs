@@ -14,9 +14,9 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures::{Stream, StreamExt};
+use toolbridge_protocol::model::ChatModel;
 use toolbridge_protocol::texts;
 use toolbridge_protocol::types::{Message, ToolSpec};
-use toolbridge_providers::Model;
 
 use crate::approval::{Approvals, Approver, DenyAll};
 use crate::events::RunEvent;
@@ -77,7 +77,7 @@ pub enum AgentError {
 
 /// An agent: a model, tools, skills and limits.
 pub struct Agent {
-    model: Model,
+    model: Arc<dyn ChatModel>,
     toolbox: Arc<Toolbox>,
     skills: Arc<SkillSet>,
     config: AgentConfig,
@@ -88,7 +88,7 @@ impl Agent {
     /// Checks the skills against the tools: duplicate or empty skill names, or a tool already
     /// carrying the skill tool's name, are refused here.
     pub fn new(
-        model: Model,
+        model: impl ChatModel + 'static,
         toolbox: Toolbox,
         skills: SkillSet,
         config: AgentConfig,
@@ -105,7 +105,7 @@ impl Agent {
             skills.warn_about_listing(tool);
         }
         Ok(Agent {
-            model,
+            model: Arc::new(model),
             toolbox: Arc::new(toolbox),
             skills: Arc::new(skills),
             config,
@@ -123,8 +123,8 @@ impl Agent {
         &self.config
     }
 
-    pub fn model(&self) -> &Model {
-        &self.model
+    pub fn model(&self) -> &dyn ChatModel {
+        &*self.model
     }
 
     /// The toolbox's timeout and output cap.
@@ -134,8 +134,8 @@ impl Agent {
 
     /// Answers later runs with another model (`chat`'s `/model NAME`); the tools, skills and
     /// limits stay.
-    pub fn set_model(&mut self, model: Model) {
-        self.model = model;
+    pub fn set_model(&mut self, model: impl ChatModel + 'static) {
+        self.model = Arc::new(model);
     }
 
     pub fn skills(&self) -> &SkillSet {
@@ -212,7 +212,7 @@ impl Agent {
 
     fn snapshot(&self) -> Snapshot {
         Snapshot {
-            model: self.model.clone(),
+            model: Arc::clone(&self.model),
             toolbox: Arc::clone(&self.toolbox),
             skills: Arc::clone(&self.skills),
             config: self.config.clone(),
@@ -223,7 +223,7 @@ impl Agent {
 
 /// What a run needs, owned (the stream outlives the borrow of the agent).
 pub(crate) struct Snapshot {
-    pub(crate) model: Model,
+    pub(crate) model: Arc<dyn ChatModel>,
     pub(crate) toolbox: Arc<Toolbox>,
     pub(crate) skills: Arc<SkillSet>,
     pub(crate) config: AgentConfig,
@@ -385,7 +385,7 @@ async fn start_machine(snapshot: &Snapshot, conversation: Vec<Message>) -> RunMa
     };
     RunMachine::new(
         limits,
-        snapshot.model.name.clone(),
+        snapshot.model.name().to_owned(),
         messages,
         Instant::now(),
     )

@@ -372,7 +372,7 @@ impl Toolbox {
             gen_ai.tool.call.result = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
-        let capture = toolbridge_providers::telemetry::capture_content() && !span.is_disabled();
+        let capture = toolbridge_protocol::telemetry::capture_content() && !span.is_disabled();
         if capture {
             span.record("gen_ai.tool.call.arguments", call.arguments.as_str());
         }

@@ -22,12 +22,14 @@
 pub mod accumulator;
 pub mod decode;
 pub mod mode;
+pub mod model;
 pub mod openai;
 pub mod parser;
 pub mod response;
 pub mod retry;
 pub mod sse;
 pub mod stop;
+pub mod telemetry;
 pub mod texts;
 pub mod types;
 pub mod validate;

@@ -229,6 +229,46 @@ fn attempt_arms(
     }
 }
 
+impl toolbridge_protocol::model::ChatModel for Model {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Each arm's upstream and resolved tool mode, in the order they are tried.
+    fn describe(&self) -> String {
+        let arms: Vec<String> = self
+            .arms
+            .iter()
+            .map(|arm| format!("{} ({})", arm.upstream.describe(), arm.resolved_mode()))
+            .collect();
+        arms.join(", then ")
+    }
+
+    fn events(&self, request: ChatRequest) -> Box<dyn toolbridge_protocol::model::EventStream> {
+        Box::new(LoopEvents(self.stream(request)))
+    }
+}
+
+/// A [`ModelStream`] as the tool loop sees it: the provider's error boxed as the loop's
+/// [`ModelError`](toolbridge_protocol::model::ModelError).
+struct LoopEvents(ModelStream);
+
+impl Stream for LoopEvents {
+    type Item = Result<ModelEvent, toolbridge_protocol::model::ModelError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Pin::new(&mut self.0)
+            .poll_next(cx)
+            .map(|item| item.map(|result| result.map_err(Into::into)))
+    }
+}
+
+impl toolbridge_protocol::model::EventStream for LoopEvents {
+    fn arm(&self) -> Option<&ArmInfo> {
+        self.0.arm()
+    }
+}
+
 /// The stream of a model's response, which also tells which arm answered.
 pub struct ModelStream {
     inner: Pin<Box<dyn Stream<Item = Result<ModelEvent, ProviderError>> + Send>>,

@@ -5,25 +5,12 @@
 //! Message content goes into a span only when [`set_capture_content`] turned it on (the CLI does
 //! for `capture_content = true`): prompts and answers are the users' data, off by default.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use toolbridge_protocol::decode::ModelEvent;
 use toolbridge_protocol::types::ChatRequest;
 use tracing::field::Empty;
 use tracing::Span;
 
-static CAPTURE_CONTENT: AtomicBool = AtomicBool::new(false);
-
-/// Whether spans carry message content (`gen_ai.input.messages`, `gen_ai.output.messages`, tool
-/// arguments and results). Process-wide: it is the operator's choice for the whole process.
-pub fn set_capture_content(on: bool) {
-    CAPTURE_CONTENT.store(on, Ordering::Relaxed);
-}
-
-/// See [`set_capture_content`].
-pub fn capture_content() -> bool {
-    CAPTURE_CONTENT.load(Ordering::Relaxed)
-}
+pub use toolbridge_protocol::telemetry::{capture_content, set_capture_content};
 
 /// The span of one model call (all its arms), a child of the current span.
 pub(crate) fn chat_span(request: &ChatRequest) -> Span {

@@ -95,7 +95,7 @@ async fn a_session_answers_with_the_configured_model() {
     );
     let session = root.session("ada", "conv-1", None).await.unwrap();
     assert_eq!(session.model_name, "mine");
-    assert_eq!(session.agent.model().name, "mine");
+    assert_eq!(session.agent.model().name(), "mine");
     assert_eq!(session.agent.config().max_rounds, 3);
     let context = session.context();
     assert_eq!(
@@ -109,7 +109,7 @@ async fn a_session_answers_with_the_configured_model() {
     // shared; the session is the user's own.
     let other = root.session("bob", "conv-2", None).await.unwrap();
     assert_eq!(other.context().user, "bob");
-    assert_eq!(other.agent.model().name, "mine");
+    assert_eq!(other.agent.model().name(), "mine");
 }
 
 #[tokio::test]
@@ -163,7 +163,8 @@ fn listing_needs_no_model_and_follows_the_builtin_skill_rule() {
     };
     let listing = root("builtin_skills = \"always\"").listing().unwrap();
     assert_eq!(listing.model_name, "(none)");
-    assert!(listing.agent.model().arms.is_empty());
+    // A listing has no model: no arm to describe.
+    assert_eq!(listing.agent.model().describe(), "");
     assert!(!listing.agent.skills().is_empty(), "always");
     let listing = root("builtin_skills = \"never\"").listing().unwrap();
     assert!(listing.agent.skills().is_empty(), "never");

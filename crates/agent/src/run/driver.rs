@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
 use toolbridge_protocol::mode::ToolMode;
+use toolbridge_protocol::model::EventStream;
 use toolbridge_protocol::response::ArmInfo;
 use toolbridge_protocol::texts::CallFormat;
 use toolbridge_protocol::types::ToolCall;
@@ -54,7 +55,7 @@ pub(crate) fn drive(
         otel.kind = "internal",
         gen_ai.operation.name = "invoke_agent",
         gen_ai.agent.name = "toolbridge",
-        gen_ai.request.model = %snapshot.model.name,
+        gen_ai.request.model = %snapshot.model.name(),
         gen_ai.usage.input_tokens = tracing::field::Empty,
         gen_ai.usage.output_tokens = tracing::field::Empty,
     );
@@ -159,7 +160,7 @@ fn drive_in_span(
                         machine.set_tools(tools.specs.clone());
                         request.tools = tools.specs.clone();
                     }
-                    let mut stream = snapshot.model.stream(request);
+                    let mut stream = snapshot.model.events(request);
                     loop {
                         let next = tokio::select! {
                             next = stream.next() => next,
@@ -173,7 +174,7 @@ fn drive_in_span(
                                 if let (Some(arm), Ok(mut slot)) = (stream.arm(), outlet.arm.lock()) {
                                     *slot = Some(arm.clone());
                                 }
-                                let (mode, format) = arm_of(&stream);
+                                let (mode, format) = arm_of(&*stream);
                                 machine.handle_model_end(mode, format, Instant::now());
                                 break;
                             }
@@ -207,7 +208,7 @@ fn drive_in_span(
 }
 
 /// The mode and call format of the arm that answered.
-fn arm_of(stream: &toolbridge_providers::ModelStream) -> (ToolMode, CallFormat) {
+fn arm_of(stream: &dyn EventStream) -> (ToolMode, CallFormat) {
     stream
         .arm()
         .map_or((ToolMode::Native, CallFormat::default()), |a| {

@@ -3,7 +3,7 @@
 
 use toolbridge_protocol::parser::{Dialect, ParserConfig};
 use toolbridge_protocol::visible::ToolFreeText;
-use toolbridge_providers::ModelEvent;
+use toolbridge_protocol::ModelEvent;
 
 /// The finalization round's text parser while its response is in flight (process-local, like
 /// the response: a clone or a restored machine starts without one).

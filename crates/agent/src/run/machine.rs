@@ -38,7 +38,7 @@ use toolbridge_protocol::retry::{Attempt, RetryPolicy, Verdict};
 use toolbridge_protocol::texts::{self, CallFormat};
 use toolbridge_protocol::types::{ChatRequest, Message, ToolCall, ToolChoice, ToolSpec, Usage};
 use toolbridge_protocol::visible::VisiblePrefix;
-use toolbridge_providers::{ModelEvent, ModelResponse};
+use toolbridge_protocol::{ModelEvent, ModelResponse};
 
 use crate::dedupe::CallLedger;
 use crate::events::{FinalizationReason, Outcome, RunEvent};

@@ -153,16 +153,10 @@ fn command_line(command: Slash, session: &mut Session, conversation: &[Message])
         Slash::Help => eprint!("{}", slash::HELP),
         Slash::Exit | Slash::Clear => {}
         Slash::Model(None) => {
-            let arms: Vec<String> = agent
-                .model()
-                .arms
-                .iter()
-                .map(|arm| format!("{} ({})", arm.upstream.describe(), arm.resolved_mode()))
-                .collect();
             eprintln!(
                 "model {}: {}",
                 session.session.model_name,
-                arms.join(", then ")
+                agent.model().describe()
             );
         }
         Slash::Model(Some(name)) => match session.root.model_named(&name) {
