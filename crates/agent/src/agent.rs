@@ -1,5 +1,5 @@
 //! The agent: a model, tools, skills and limits, and how a run of its bounded tool loop starts
-//! (seeds 000, 002, 004; DESIGN.md §4). The loop itself is [`crate::run`].
+//! (seeds 000, 002, 004; docs/src/agent.md, "The loop"). The loop itself is [`crate::run`].
 //!
 //! Each round sends the conversation and the tools to the model, runs the calls it makes and feeds
 //! the results back, until the model answers. Budgets bound the rounds, the calls and the wall time;

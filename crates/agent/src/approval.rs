@@ -9,10 +9,11 @@
 //!   the STRICTER of `risk.<level>` and its `per_tool` entry: naming a tool `allow` never loosens the
 //!   risk policy. An unknown risk (an unparsable command) follows `risk.unknown`, `ask` unless the
 //!   operator explicitly writes `unknown = "allow"` in the configuration.
-//! - SECURITY.md §3: once a run has fed any tool output back to the model, calls to tools that
-//!   declare [`crate::tool::Tool::guarded_after_tool_output`] (`save_memory`, `run_in_terminal`)
-//!   are tightened to at least `after_tool_output` (`ask`), so an instruction injected into a web
-//!   page or a file cannot write a memory or run a command without the user seeing it.
+//! - docs/src/security.md, "Tool output is untrusted": once a run has fed any tool output back to
+//!   the model, calls to tools that declare [`crate::tool::Tool::guarded_after_tool_output`]
+//!   (`save_memory`, `run_in_terminal`) are tightened to at least `after_tool_output` (`ask`), so
+//!   an instruction injected into a web page or a file cannot write a memory or run a command
+//!   without the user seeing it.
 //! - A run-time override (a command-line flag, a request) is merged with
 //!   [`Approvals::tightened_by`]: it can tighten the operator's policy, never loosen it.
 //!
@@ -268,7 +269,8 @@ pub struct Approvals {
     /// `[agent.approvals.risk]`.
     #[serde(default)]
     pub risk: RiskPolicy,
-    /// The least a guarded tool gets once tool output has reached the model (SECURITY.md §3).
+    /// The least a guarded tool gets once tool output has reached the model (docs/src/security.md,
+    /// "Tool output is untrusted").
     #[serde(default = "default_after_tool_output")]
     pub after_tool_output: ApprovalPolicy,
 }

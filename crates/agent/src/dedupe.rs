@@ -1,9 +1,10 @@
-//! Which calls of a run are repeats (DESIGN.md §4). A call with the same name and canonical
-//! arguments as one already run is skipped with the seed's text — unless the earlier run failed
-//! transiently ([`CallResult::transient`]: timed out, an internal failure, a skill that could not
-//! be loaded right now): then the ledger forgets it, and the repeat runs again (once per failure;
-//! the budgets still bound it). A call that succeeded, or failed for a reason that cannot change
-//! (invalid arguments, unknown tool, denied), stays remembered. Pure: the loop asks, then records.
+//! Which calls of a run are repeats (docs/src/agent.md, "The loop"). A call with the same name and
+//! canonical arguments as one already run is skipped with the seed's text — unless the earlier run
+//! failed transiently ([`CallResult::transient`]: timed out, an internal failure, a skill that
+//! could not be loaded right now): then the ledger forgets it, and the repeat runs again (once per
+//! failure; the budgets still bound it). A call that succeeded, or failed for a reason that cannot
+//! change (invalid arguments, unknown tool, denied), stays remembered. Pure: the loop asks, then
+//! records.
 
 use std::collections::BTreeSet;
 

@@ -7,7 +7,8 @@
 //! Whether a call runs is decided by [`approval::Approvals`]: per tool, per risk level for tools
 //! that judge each call's risk ([`Tool::risk`]), and, once tool output has reached the model, at
 //! least `ask` for tools an injected instruction could abuse ([`Tool::guarded_after_tool_output`],
-//! SECURITY.md §3). Run-time overrides only tighten ([`approval::Approvals::tightened_by`]).
+//! docs/src/security.md, "Tool output is untrusted"). Run-time overrides only tighten
+//! ([`approval::Approvals::tightened_by`]).
 
 pub mod agent;
 pub mod approval;

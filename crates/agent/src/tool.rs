@@ -142,7 +142,7 @@ pub trait Tool: Send + Sync + 'static {
 
     /// Whether an instruction injected into tool output could abuse this tool (a memory write, a
     /// shell command): once tool output has reached the model, its calls are tightened to at least
-    /// `[agent.approvals] after_tool_output` (SECURITY.md §3).
+    /// `[agent.approvals] after_tool_output` (docs/src/security.md, "Tool output is untrusted").
     fn guarded_after_tool_output(&self) -> bool {
         false
     }

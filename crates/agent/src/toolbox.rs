@@ -347,8 +347,9 @@ impl Toolbox {
             .await
     }
 
-    /// [`Toolbox::execute`], saying whether tool output had already reached the model when it
-    /// asked for this call: then guarded tools are tightened (SECURITY.md §3, [`crate::approval`]).
+    /// [`Toolbox::execute`], saying whether tool output had already reached the model when it asked
+    /// for this call: then guarded tools are tightened (docs/src/security.md, "Tool output is
+    /// untrusted", [`crate::approval`]).
     pub async fn execute_after(
         &self,
         call: &ToolCall,

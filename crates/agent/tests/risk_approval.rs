@@ -1,6 +1,7 @@
-//! Approval by risk and after tool output (SECURITY.md §2, §3): the toolbox applies the risk
-//! policy a tool reports, a per-tool `allow` never loosens it, the approver is told the risk, and
-//! the loop tightens guarded tools once tool output has reached the model.
+//! Approval by risk and after tool output (docs/src/security.md, "Model-written code", and
+//! docs/src/sandbox.md; docs/src/security.md, "Tool output is untrusted"): the toolbox applies the
+//! risk policy a tool reports, a per-tool `allow` never loosens it, the approver is told the risk,
+//! and the loop tightens guarded tools once tool output has reached the model.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

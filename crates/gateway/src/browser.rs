@@ -1,6 +1,6 @@
-//! Guards against browsers driving a keyless gateway (SECURITY.md §4): without API keys a web page
-//! could otherwise post to `http://127.0.0.1:PORT` (a "simple" cross-origin request needs no
-//! preflight) or reach it under its own host name through DNS rebinding.
+//! Guards against browsers driving a keyless gateway (docs/src/security.md, "The gateway"): without
+//! API keys a web page could otherwise post to `http://127.0.0.1:PORT` (a "simple" cross-origin
+//! request needs no preflight) or reach it under its own host name through DNS rebinding.
 //!
 //! Without keys:
 //! - a request with an `Origin` that is neither the gateway's own (`http://` and the request's

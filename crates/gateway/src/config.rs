@@ -1,5 +1,6 @@
 //! The `[server]` table of `toolbridge.toml`: where the gateway listens and every limit it
-//! enforces. Every field has a default (SECURITY.md §4), so an empty table is a safe server.
+//! enforces. Every field has a default (docs/src/security.md, "The gateway"), so an empty table is
+//! a safe server.
 //!
 //! ```toml
 //! [server]

@@ -197,8 +197,9 @@ impl ApiError {
         .with_code("method_not_allowed")
     }
 
-    /// A stored object (response, file, conversation) this key cannot see: 404 whether it
-    /// exists for another key or not (SECURITY.md §5: no existence oracle).
+    /// A stored object (response, file, conversation) this key cannot see: 404 whether it exists
+    /// for another key or not (docs/src/security.md, "Stored objects and tenancy": no existence
+    /// oracle).
     pub fn no_such(kind: &str, id: &str, param: Option<&'static str>) -> Self {
         let e = ApiError::new(
             StatusCode::NOT_FOUND,

@@ -1,6 +1,6 @@
 //! The accept loop. Stock `axum::serve` keeps a silent or half-sent connection open forever and
 //! accepts without bound; this loop serves each connection with hyper's HTTP/1 server set up for
-//! SECURITY.md §4:
+//! docs/src/security.md, "The gateway":
 //!
 //! - a connection cap: a permit is taken before `accept`, so past the cap clients wait in the
 //!   kernel's backlog instead of costing memory here;

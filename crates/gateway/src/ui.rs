@@ -13,7 +13,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
-/// The policy of every `/ui` response (SECURITY.md §5).
+/// The policy of every `/ui` response (docs/src/security.md, "Stored objects and tenancy").
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
      style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; \
      base-uri 'none'; form-action 'none'";

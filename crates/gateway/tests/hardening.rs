@@ -1,6 +1,6 @@
-//! Every default of SECURITY.md §4, each with its test: keys, body and JSON limits, head size
-//! and header-read timeouts, the connection cap, the response timeouts, cancellation on
-//! disconnect, rate limits, no CORS, and errors and logs that leak nothing.
+//! Every default of docs/src/security.md, "The gateway", each with its test: keys, body and JSON
+//! limits, head size and header-read timeouts, the connection cap, the response timeouts,
+//! cancellation on disconnect, rate limits, no CORS, and errors and logs that leak nothing.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -1,7 +1,7 @@
-//! The Messages API front door under the same hardening as Chat Completions (SECURITY.md §4):
-//! bad JSON, a missing `max_tokens`, too deep and oversize bodies, missing and wrong keys (as
-//! `x-api-key` and as a bearer token), an upstream failure before the answer and in the middle
-//! of a stream — every error in Anthropic's shape, with the same sanitized texts.
+//! The Messages API front door under the same hardening as Chat Completions (docs/src/security.md,
+//! "The gateway"): bad JSON, a missing `max_tokens`, too deep and oversize bodies, missing and
+//! wrong keys (as `x-api-key` and as a bearer token), an upstream failure before the answer and in
+//! the middle of a stream — every error in Anthropic's shape, with the same sanitized texts.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -1,4 +1,5 @@
-//! The malformed-call retry policy (seed 000; DESIGN.md §4), one for the agent and the gateway.
+//! The malformed-call retry policy (seed 000; docs/src/agent.md, "The loop"), one for the agent and
+//! the gateway.
 //!
 //! A response whose tool call did not parse, and that holds no good call, is asked again with the
 //! seed's retry message in the answering arm's call tag (for another dialect, ours in its call

@@ -1,9 +1,9 @@
 //! # toolbridge-sandbox
 //!
-//! Runs model-written code (`python_execute`, `run_in_terminal`) in isolation (SECURITY.md §2):
-//! a read-only system, the conversation workspace read-write at `/workspace`, no network, a
-//! cleared environment, no capabilities and rlimits on memory, CPU, file size, processes and
-//! open files. Two backends:
+//! Runs model-written code (`python_execute`, `run_in_terminal`) in isolation
+//! (docs/src/security.md, "Model-written code", and docs/src/sandbox.md): a read-only system, the
+//! conversation workspace read-write at `/workspace`, no network, a cleared environment, no
+//! capabilities and rlimits on memory, CPU, file size, processes and open files. Two backends:
 //!
 //! - **bubblewrap** ([`bwrap`]): a fresh mount namespace showing only the system directories,
 //!   the interpreter and the workspace; its own network, PID, IPC and UTS namespaces.

@@ -1,4 +1,5 @@
-//! Files, environment and privileges: SECURITY.md §2 for each backend this machine supports.
+//! Files, environment and privileges: docs/src/security.md, "Model-written code", and
+//! docs/src/sandbox.md for each backend this machine supports.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;

@@ -5,7 +5,8 @@
 //! The store is plain data: JSON values in, JSON values out; it knows nothing of the Responses API
 //! beyond the few fields it must act on (`status`, and `body.status`/`body.error` when it marks a
 //! dead run failed). Every read, delete and list is scoped by `owner` in the query itself: a record
-//! of another owner is simply not found (SECURITY.md §5: 404, never 403).
+//! of another owner is simply not found (docs/src/security.md, "Stored objects and tenancy": 404,
+//! never 403).
 //!
 //! Backends: [`SqliteStore`] (one file, WAL), [`PostgresStore`] (a small pool of connections) and
 //! [`MemoryStore`] (in-process, for tests). [`open`] picks one from a [`StoreConfig`].

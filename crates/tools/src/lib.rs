@@ -1,11 +1,12 @@
 //! # toolbridge-tools
 //!
-//! The built-in tools (DESIGN.md §5, seed 000) with the seed's names, descriptions and schemas:
-//! `web_search` ([`search`]), `web_fetch` ([`web_fetch`]), `fetch_image` ([`fetch_image`]),
-//! `image_generate` ([`images`]) and `save_memory` ([`save_memory`], stores in [`memory`]); and
-//! the outbound-fetch guard every URL a model chose goes through ([`net`], SECURITY.md §1).
-//! `run_in_terminal` ([`terminal`], seed 002's arguments) runs shell commands in the sandbox, with a
-//! risk the runtime classifies itself ([`terminal::risk`], SECURITY.md §2).
+//! The built-in tools (docs/src/tools.md, seed 000) with the seed's names, descriptions and
+//! schemas: `web_search` ([`search`]), `web_fetch` ([`web_fetch`]), `fetch_image`
+//! ([`fetch_image`]), `image_generate` ([`images`]) and `save_memory` ([`save_memory`], stores in
+//! [`memory`]); and the outbound-fetch guard every URL a model chose goes through ([`net`],
+//! docs/src/security.md, "Outbound fetches: the guard"). `run_in_terminal` ([`terminal`], seed
+//! 002's arguments) runs shell commands in the sandbox, with a risk the runtime classifies itself
+//! ([`terminal::risk`], docs/src/security.md, "Model-written code", and docs/src/sandbox.md).
 //!
 //! Tools that write files need the conversation workspace (`ToolContext::workspace`, with
 //! `uploads/`, `downloads/`, `outputs/`); without one they refuse with a tool error. The model is

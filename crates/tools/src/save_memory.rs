@@ -1,11 +1,12 @@
 //! `save_memory`: a durable fact about the run's user.
 //!
-//! SECURITY.md §3: the model is told (seed description) to save only when the user asks. The tool
-//! is allowed by default, but every entry records its provenance (conversation, tool call, time)
-//! and belongs to the run's user only; `toolbridge memory list|rm` shows and removes entries. An
-//! operator who wants a person to confirm each write sets `[tools] save_memory_approval = true`
-//! (the tool then requires approval and the `[agent.approvals]` default decides, `ask` unless
-//! changed) or `[agent.approvals] per_tool = { save_memory = "ask" }`.
+//! docs/src/security.md, "Tool output is untrusted": the model is told (seed description) to save
+//! only when the user asks. The tool is allowed by default, but every entry records its provenance
+//! (conversation, tool call, time) and belongs to the run's user only; `toolbridge memory list|rm`
+//! shows and removes entries. An operator who wants a person to confirm each write sets `[tools]
+//! save_memory_approval = true` (the tool then requires approval and the `[agent.approvals]`
+//! default decides, `ask` unless changed) or `[agent.approvals] per_tool = { save_memory = "ask"
+//! }`.
 //!
 //! Whatever the configuration, once tool output has reached the model in a run a `save_memory`
 //! call is tightened to at least `[agent.approvals] after_tool_output` (`ask`): an instruction
@@ -56,9 +57,9 @@ impl Tool for SaveMemory {
         self.approval
     }
 
-    /// SECURITY.md §3: an instruction injected into a web page or a file must not write a memory
-    /// unseen; once tool output has reached the model, calls ask (`[agent.approvals]
-    /// after_tool_output`).
+    /// docs/src/security.md, "Tool output is untrusted": an instruction injected into a web page or
+    /// a file must not write a memory unseen; once tool output has reached the model, calls ask
+    /// (`[agent.approvals] after_tool_output`).
     fn guarded_after_tool_output(&self) -> bool {
         true
     }

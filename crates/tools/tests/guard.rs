@@ -1,7 +1,7 @@
-//! The outbound-fetch guard, SECURITY.md §5.1's checklist: literal IPs never reach the resolver and
-//! are still blocked; redirect hops re-checked; scheme before host; every DNS answer classified;
-//! DNS timeout; body, gzip-bomb and deadline limits. Loopback only: names come from stub
-//! resolvers and the servers listen on 127.0.0.1.
+//! The outbound-fetch guard, docs/src/security.md, "Outbound fetches: the guard"'s checklist:
+//! literal IPs never reach the resolver and are still blocked; redirect hops re-checked; scheme
+//! before host; every DNS answer classified; DNS timeout; body, gzip-bomb and deadline limits.
+//! Loopback only: names come from stub resolvers and the servers listen on 127.0.0.1.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -1,8 +1,9 @@
-//! SECURITY.md §3: an instruction injected into a tool result does not lead to an unapproved
-//! terminal command or memory write. A scripted model obeys the injection; with the CLI's default
-//! approvals and nobody to approve (or an approver that says no), neither the command runs nor a
-//! memory is stored, and the model is told the calls were not approved. Control: the same memory
-//! write straight after the user's message runs under the same policy.
+//! docs/src/security.md, "Tool output is untrusted": an instruction injected into a tool result
+//! does not lead to an unapproved terminal command or memory write. A scripted model obeys the
+//! injection; with the CLI's default approvals and nobody to approve (or an approver that says no),
+//! neither the command runs nor a memory is stored, and the model is told the calls were not
+//! approved. Control: the same memory write straight after the user's message runs under the same
+//! policy.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

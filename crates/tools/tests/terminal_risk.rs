@@ -1,5 +1,6 @@
-//! The risk table of `run_in_terminal` (SECURITY.md §2, issue 7): the classifier's answer for
-//! each command, including the issue's list and quoting tricks, and that no input makes it panic.
+//! The risk table of `run_in_terminal` (docs/src/security.md, "Model-written code", and
+//! docs/src/sandbox.md, issue 7): the classifier's answer for each command, including the issue's
+//! list and quoting tricks, and that no input makes it panic.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -53,8 +53,8 @@ pub struct ToolJobs {
     /// What is left of the run's wall time: no call may take longer.
     #[serde(with = "millis")]
     pub remaining: Duration,
-    /// Whether tool output has reached the model before these calls (SECURITY.md §3: guarded
-    /// tools are tightened from then on).
+    /// Whether tool output has reached the model before these calls (docs/src/security.md, "Tool
+    /// output is untrusted": guarded tools are tightened from then on).
     pub after_tool_output: bool,
 }
 

@@ -1,9 +1,9 @@
-//! The tool loop as a sans-IO state machine (DESIGN.md §7, in the manner of `quinn-proto`'s
-//! `Connection`): model events, tool results and the current time go in; actions (ask the model
-//! this, run these calls, done) and run events come out. It reads no clock, runs no tool and
-//! sends no request; [`super::driver`] does that. Its whole state is plain data that serializes,
-//! so a run paused while its calls are out (a client executing its own function tools, say) can
-//! be stored, dropped, and finished later — in another process.
+//! The tool loop as a sans-IO state machine (ARCHITECTURE.md, `agent`, in the manner of
+//! `quinn-proto`'s `Connection`): model events, tool results and the current time go in; actions
+//! (ask the model this, run these calls, done) and run events come out. It reads no clock, runs no
+//! tool and sends no request; [`super::driver`] does that. Its whole state is plain data that
+//! serializes, so a run paused while its calls are out (a client executing its own function tools,
+//! say) can be stored, dropped, and finished later — in another process.
 //!
 //! # Methods by category
 //! - Constructor: [`RunMachine::new`].
@@ -639,8 +639,8 @@ impl RunMachine {
             thinking_blocks: response.thinking_blocks,
         });
 
-        // SECURITY.md §3: any tool result the model has seen (this run's or an earlier turn's)
-        // may carry an injected instruction.
+        // docs/src/security.md, "Tool output is untrusted": any tool result the model has seen
+        // (this run's or an earlier turn's) may carry an injected instruction.
         let after_tool_output = self
             .messages
             .iter()

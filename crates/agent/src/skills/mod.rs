@@ -1,4 +1,5 @@
-//! Skills: progressive disclosure (seed 004, seed 000's `use_skill`, DESIGN.md §4).
+//! Skills: progressive disclosure (seed 004, seed 000's `use_skill`, docs/src/agent.md, "The
+//! loop").
 //!
 //! A skill is a name, a description and a body that is fetched only when asked for. The names and
 //! descriptions go into the system prompt as a listing (each description cut at

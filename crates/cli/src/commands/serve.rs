@@ -42,7 +42,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(listen) = args.listen {
         server.listen = listen;
     }
-    // SECURITY.md §1.6: no built-in tool of this process fetches from the gateway itself.
+    // docs/src/security.md, "Outbound fetches: the guard": the own listening address: no built-in
+    // tool of this process fetches from the gateway itself.
     toolbridge_tools::net::register_own_listener(server.listen);
     let workers = server.worker_threads;
     let mut runtime = tokio::runtime::Builder::new_multi_thread();

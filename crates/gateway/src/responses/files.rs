@@ -2,10 +2,10 @@
 //! `GET /v1/files/{id}/content`) and the files code wrote in a container
 //! (`GET /v1/containers/{id}/files`, `…/files/{file_id}`, `…/files/{file_id}/content`).
 //!
-//! SECURITY.md §5: uploads are capped while they stream in (`[server.state] max_file_bytes`),
-//! their type is sniffed from the bytes (the client's content type is not trusted), the
-//! client's file name is kept for display only — in a workspace a file is named by us — and a
-//! key sees only its own files (404 for another's).
+//! docs/src/security.md, "Stored objects and tenancy": uploads are capped while they stream in
+//! (`[server.state] max_file_bytes`), their type is sniffed from the bytes (the client's content
+//! type is not trusted), the client's file name is kept for display only — in a workspace a file is
+//! named by us — and a key sees only its own files (404 for another's).
 
 use std::sync::Arc;
 

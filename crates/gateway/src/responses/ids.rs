@@ -1,4 +1,5 @@
-//! Object ids: a prefix and 128 random bits (SECURITY.md §5: ids cannot be guessed).
+//! Object ids: a prefix and 128 random bits (docs/src/security.md, "Stored objects and tenancy":
+//! ids cannot be guessed).
 
 use std::fmt::Write;
 

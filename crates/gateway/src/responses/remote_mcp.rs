@@ -1,10 +1,10 @@
-//! Remote MCP servers a request names by `server_url` (the Responses API's `mcp` tool): only
-//! URLs the operator allow-listed (`[server.responses] remote_mcp_urls`) are connected, each
-//! through the outbound guard (SECURITY.md §1: every address the host resolves to is checked,
-//! and the connection goes only to those addresses, with no proxy and no redirect). A server is
-//! connected for one request: its tools join that request's run and the connection closes when
-//! the run's agent is dropped. The request's `headers` and `authorization` go to that server
-//! only; they are never logged, stored or echoed.
+//! Remote MCP servers a request names by `server_url` (the Responses API's `mcp` tool): only URLs
+//! the operator allow-listed (`[server.responses] remote_mcp_urls`) are connected, each through the
+//! outbound guard (docs/src/security.md, "Outbound fetches: the guard": every address the host
+//! resolves to is checked, and the connection goes only to those addresses, with no proxy and no
+//! redirect). A server is connected for one request: its tools join that request's run and the
+//! connection closes when the run's agent is dropped. The request's `headers` and `authorization`
+//! go to that server only; they are never logged, stored or echoed.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! Tool modes as pure request transforms (DESIGN.md §2).
+//! Tool modes as pure request transforms (ARCHITECTURE.md, `protocol`: tool modes).
 //!
 //! Every attempt encodes the client's *original* request for the arm it goes to, so nothing one mode
 //! adds (a preamble, an in-band tool block) can leak into the request of another arm.

@@ -1,4 +1,5 @@
-//! The deny table (SECURITY.md §1): which addresses a fetch may connect to.
+//! The deny table (docs/src/security.md, "Outbound fetches: the guard"): which addresses a fetch
+//! may connect to.
 //!
 //! Rust's std does not call `::127.0.0.1` loopback and `is_global` is unstable, so the table is
 //! written out. IPv6 forms that embed an IPv4 address are unwrapped first and the IPv4 address is

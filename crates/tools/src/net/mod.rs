@@ -1,4 +1,5 @@
-//! The outbound-fetch guard (SECURITY.md §1): every URL a model chose goes through here.
+//! The outbound-fetch guard (docs/src/security.md, "Outbound fetches: the guard"): every URL a
+//! model chose goes through here.
 //!
 //! 1. [`url`]: scheme (http/https) first, then no userinfo, a host, an allowed port.
 //! 2. A literal IP is classified directly; a name is denied by name (`localhost`, metadata names)

@@ -1,5 +1,6 @@
-//! Step 1 of the guard (SECURITY.md §1): the URL text. Scheme first (for other schemes the `url`
-//! crate does not normalise the host), then userinfo, then the host.
+//! Step 1 of the guard (docs/src/security.md, "Outbound fetches: the guard"): the URL text. Scheme
+//! first (for other schemes the `url` crate does not normalise the host), then userinfo, then the
+//! host.
 
 use url::{Host, Url};
 

@@ -4,15 +4,16 @@
 //! effective risk is the higher of the declared one and the runtime's own classification of the
 //! parsed command ([`risk::classify`]); `[agent.approvals.risk]` decides per level whether the call
 //! runs, asks or is refused (see `toolbridge_agent::approval`). The tool is guarded after tool
-//! output (SECURITY.md §3).
+//! output (docs/src/security.md, "Tool output is untrusted").
 //!
-//! The command runs as `/bin/bash -c <command>` through the sandbox (SECURITY.md §2) in the
-//! conversation workspace: standard input is empty, stdout and stderr share one pipe (so they
-//! interleave as on a terminal) and at most [`MAX_KEPT_BYTES`] are kept. A non-zero exit status,
-//! a signal and a sandbox limit the command ran into are appended. After `timeout_secs` (seed 002:
-//! 120) the whole process group is killed and the model gets the seed's "Command timeout after
-//! 120s" as a tool error, with the real seconds in place of 120. The model sees the first
-//! `max_output_chars` (seed 002: 2000) characters with the seed's truncation note.
+//! The command runs as `/bin/bash -c <command>` through the sandbox (docs/src/security.md,
+//! "Model-written code", and docs/src/sandbox.md) in the conversation workspace: standard input is
+//! empty, stdout and stderr share one pipe (so they interleave as on a terminal) and at most
+//! [`MAX_KEPT_BYTES`] are kept. A non-zero exit status, a signal and a sandbox limit the command
+//! ran into are appended. After `timeout_secs` (seed 002: 120) the whole process group is killed
+//! and the model gets the seed's "Command timeout after 120s" as a tool error, with the real
+//! seconds in place of 120. The model sees the first `max_output_chars` (seed 002: 2000) characters
+//! with the seed's truncation note.
 //!
 //! Under the Landlock fallback there is no mount namespace, so the workspace keeps its host path:
 //! `/workspace` at the start of a path in the command is rewritten to the host path, and the host

@@ -1,5 +1,5 @@
-//! The runtime's own risk classification of a shell command (SECURITY.md §2), independent of what
-//! the model declares.
+//! The runtime's own risk classification of a shell command (docs/src/security.md, "Model-written
+//! code", and docs/src/sandbox.md), independent of what the model declares.
 //!
 //! The command is parsed ([`super::shell`]); every simple command in it (also inside groups,
 //! loops, function bodies, `bash -c '…'` strings, `find -exec`, `xargs`, `env`, `timeout`, …) is
