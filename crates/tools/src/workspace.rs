@@ -96,34 +96,18 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WorkspaceError + '_ {
 /// A new conversation id: the UTC time and 6 random hex digits (sorts by age, never collides in
 /// practice).
 pub fn new_conversation_id() -> String {
-    let secs = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil_from_days(days as i64);
     format!(
-        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}-{}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
+        "{}-{}",
+        jiff::Timestamp::now().strftime("%Y%m%d-%H%M%S"),
         crate::common::random_hex(6)
     )
 }
 
-/// Days since 1970-01-01 to a civil date `(year, month, day)` in the proleptic Gregorian calendar
-/// (Howard Hinnant's algorithm); negative days are before 1970.
-pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+/// Unix seconds as RFC 3339 in UTC (`YYYY-MM-DDTHH:MM:SSZ`); out of range: the epoch.
+pub fn rfc3339_utc(unix: i64) -> String {
+    jiff::Timestamp::from_second(unix)
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+        .to_string()
 }
 
 /// Whether a conversation id can name a folder: 1–100 of ASCII letters, digits, `-`, `_`, `.`,
@@ -459,8 +443,10 @@ mod tests {
         for bad in ["", "..", ".hidden", "a/b", "a b", &"x".repeat(101)] {
             assert!(!valid_conversation(bad), "{bad:?}");
         }
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_787), (2026, 11, 30));
+        assert_eq!(rfc3339_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339_utc(20_787 * 86_400 + 3_723), "2026-11-30T01:02:03Z");
+        assert_eq!(rfc3339_utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339_utc(-86_400), "1969-12-31T00:00:00Z");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `toolbridge memory list|rm`: what save_memory stored, and removing it.
 
 use std::process::ExitCode;
+use toolbridge_tools::workspace::rfc3339_utc;
 
 use anyhow::Context;
 use toolbridge_tools::memory::ACTIVE;
@@ -105,21 +106,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (the proleptic Gregorian calendar, UTC).
-fn rfc3339_utc(unix: i64) -> String {
-    let secs = unix.rem_euclid(86_400);
-    let (year, month, day) = toolbridge_tools::workspace::civil_from_days(unix.div_euclid(86_400));
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
-}
-
 #[cfg(test)]
 mod tests {
-    use super::rfc3339_utc;
+    use toolbridge_tools::workspace::rfc3339_utc;
 
     #[test]
     fn unix_seconds_become_rfc3339() {

@@ -172,7 +172,7 @@ pub(crate) fn result_block(
                     "type": "web_fetch_result",
                     "url": first_url(input),
                     "content": document,
-                    "retrieved_at": rfc3339(now),
+                    "retrieved_at": toolbridge_tools::workspace::rfc3339_utc(now),
                 })
             }
             other => json!({"type": "web_fetch_tool_result_error",
@@ -212,18 +212,6 @@ fn page_title(output: &str) -> Option<&str> {
     let (prefix, _) = texts::WEB_FETCH_PAGE.split_once("<TITLE>")?;
     let title = output.lines().next()?.strip_prefix(prefix)?.trim();
     (!title.is_empty()).then_some(title)
-}
-
-/// `YYYY-MM-DDTHH:MM:SSZ`.
-fn rfc3339(unix: i64) -> String {
-    let (year, month, day) = toolbridge_tools::workspace::civil_from_days(unix.div_euclid(86_400));
-    let secs = unix.rem_euclid(86_400);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
 }
 
 /// One hit of the search tool's output.
@@ -397,8 +385,14 @@ mod tests {
         assert_eq!(ServerTool::of_type("web_search_"), None);
         assert_eq!(ServerTool::of_type("web_search_x"), None);
         assert_eq!(server_tool_use_id("call_ab.c"), "srvtoolu_ab_c");
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_756_117_800), "2025-08-25T10:30:00Z");
+        assert_eq!(
+            toolbridge_tools::workspace::rfc3339_utc(0),
+            "1970-01-01T00:00:00Z"
+        );
+        assert_eq!(
+            toolbridge_tools::workspace::rfc3339_utc(1_756_117_800),
+            "2025-08-25T10:30:00Z"
+        );
     }
 
     #[test]

@@ -2,6 +2,10 @@
 //! an edit keeps its base image's aspect ratio. A JPEG's EXIF orientation is honoured (a phone's
 //! portrait photo is stored landscape with orientation 6 or 8), so the size is the one a viewer
 //! shows.
+//!
+//! Kept our own rather than the `imagesize` crate: that crate reports the stored size and
+//! ignores EXIF orientation, which would turn a portrait photo's edit landscape; the formats here
+//! are the five `image_generate` accepts, in about 150 lines with their tests.
 
 /// Width and height as displayed; `None` when the header is not understood.
 pub fn dimensions(bytes: &[u8]) -> Option<(u32, u32)> {
