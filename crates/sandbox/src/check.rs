@@ -160,7 +160,11 @@ fn probe_python(sandbox: &Sandbox) -> Result<PythonProbe, String> {
             env: &[],
             limits: None,
         };
-        let mut cmd = sandbox.command(&spec).map_err(|e| e.to_string())?;
+        // `_budget` (the cgroup leaf) lives until the probe has ended.
+        let crate::Prepared {
+            command: mut cmd,
+            budget: _budget,
+        } = sandbox.command(&spec).map_err(|e| e.to_string())?;
         let std_cmd = cmd.as_std_mut();
         std_cmd
             .stdin(Stdio::null())

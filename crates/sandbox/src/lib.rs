@@ -15,6 +15,7 @@
 //! `allow_unsandboxed = true`; there is never a silent downgrade.
 
 pub mod bwrap;
+pub mod cgroup;
 pub mod check;
 pub mod config;
 pub mod error;
@@ -27,10 +28,11 @@ pub mod setup;
 mod sys;
 mod workspace;
 
+pub use cgroup::Budget;
 pub use check::{check, CheckReport};
 pub use config::{BackendChoice, Limits, SandboxConfig};
 pub use error::SandboxError;
 pub use limits::{explain, explain_stderr, LimitHit};
 pub use paths::data_dir;
-pub use sandbox::{kill_group, Isolation, ProcessGroup, RunSpec, Sandbox};
+pub use sandbox::{kill_group, Isolation, Prepared, ProcessGroup, RunSpec, Sandbox};
 pub use setup::{default_venv_dir, setup_venv};
