@@ -196,6 +196,7 @@ impl Drop for Cgroups {
     fn drop(&mut self) {
         for dir in lock(&self.leftovers).drain(..) {
             kill_all(&dir);
+            wait_until_empty(&dir, EMPTY_WAIT);
             let _ = std::fs::remove_dir(&dir);
         }
     }
@@ -264,11 +265,26 @@ impl Drop for Budget {
     fn drop(&mut self) {
         for dir in std::mem::take(&mut self.dirs) {
             kill_all(&dir);
-            // Killed processes leave the cgroup when they have exited, a moment later.
+            // Killed processes leave the cgroup once they have exited, usually within
+            // milliseconds; one that takes longer is removed by a later sweep.
+            wait_until_empty(&dir, EMPTY_WAIT);
             if std::fs::remove_dir(&dir).is_err() && dir.exists() {
                 lock(&self.leftovers).push(dir);
             }
         }
+    }
+}
+
+/// How long dropping a budget waits for its killed processes to leave the leaf.
+const EMPTY_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Waits (at most `limit`) until no process is left in the cgroup `dir`.
+fn wait_until_empty(dir: &Path, limit: std::time::Duration) {
+    let start = std::time::Instant::now();
+    while std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|p| !p.trim().is_empty())
+        && start.elapsed() < limit
+    {
+        std::thread::sleep(std::time::Duration::from_millis(2));
     }
 }
 
@@ -296,11 +312,16 @@ fn leaf_owner(name: &str) -> Option<u32> {
     pid.parse().ok()
 }
 
-/// Our own v2 cgroup's directory, when a cgroup2 hierarchy is mounted.
+/// Our own v2 cgroup's directory, when a cgroup2 hierarchy is mounted: where our leaves go. Once
+/// we moved into [`SERVE_LEAF`] (an earlier sandbox of this process), that is its parent.
 fn v2_dir(mountinfo: &str, own: &str) -> Option<PathBuf> {
     let (root, mount_point) = mount_of(mountinfo, |fstype, _| fstype == "cgroup2")?;
     let path = own.lines().find_map(|l| l.strip_prefix("0::"))?;
-    Some(join_cgroup(&mount_point, &root, path))
+    let dir = join_cgroup(&mount_point, &root, path);
+    match (dir.file_name(), dir.parent()) {
+        (Some(name), Some(parent)) if name == SERVE_LEAF => Some(parent.to_path_buf()),
+        _ => Some(dir),
+    }
 }
 
 /// Our own cgroup's directory in the v1 hierarchy of `controller`.
@@ -443,6 +464,14 @@ mod tests {
         assert_eq!(
             v2_dir(mounts, "0::/docker/x/app\n"),
             Some(PathBuf::from("/sys/fs/cgroup/app"))
+        );
+    }
+
+    #[test]
+    fn after_moving_into_our_own_leaf_the_leaves_stay_beside_it() {
+        assert_eq!(
+            v2_dir(HYBRID, "0::/app/toolbridge-serve\n"),
+            Some(PathBuf::from("/sys/fs/cgroup/unified/app"))
         );
     }
 

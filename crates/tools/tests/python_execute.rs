@@ -999,3 +999,35 @@ async fn children_a_cell_never_waited_for_do_not_stay_zombies() {
         len([p for p in children() if zombie(p)])\n";
     assert_eq!(ok(&tool, &ctx, count).await, "0");
 }
+
+/// One conversation's cell that forks to the process limit and leaves its children running does
+/// not break another conversation's next call: each sandbox has its own process budget. Before,
+/// RLIMIT_NPROC counted every task of the sandbox uid, and the other call failed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fork_bomb_in_one_conversation_leaves_the_others_working() {
+    let limits = Limits {
+        processes: 16,
+        ..Limits::default()
+    };
+    let Some(tool) = tool_with(limits, PythonConfig::default()) else {
+        return;
+    };
+    if let Some(reason) = tool.budgets_unavailable() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI=true but sandboxes get no cgroup of their own here: {reason}"
+        );
+        eprintln!("skipped: no per-sandbox cgroups on this machine: {reason}");
+        return;
+    }
+    let (ws_a, ws_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (context(ws_a.path(), "a"), context(ws_b.path(), "b"));
+    ok(&tool, &b, "import subprocess").await;
+    let bomb = "import os, signal\npids = []\ntry:\n    while len(pids) < 500:\n        pid = os.fork()\n        if pid == 0:\n            signal.pause()\n            os._exit(0)\n        pids.append(pid)\nexcept OSError:\n    pass\nlen(pids) < 500";
+    assert_eq!(ok(&tool, &a, bomb).await, "True");
+    assert_eq!(
+        ok(&tool, &b, "subprocess.run(['/bin/true']).returncode").await,
+        "0"
+    );
+}

@@ -60,7 +60,8 @@ pub struct PythonConfig {
     pub session_cpu_secs: u64,
     /// Interpreters alive at once on the whole server (at least 1).
     pub max_interpreters: usize,
-    /// Interpreters alive at once for one user (at least 1).
+    /// Interpreters alive at once for one user (at least 1); the gateway's `<key user>/<named
+    /// user>` count as the key's user.
     pub max_interpreters_per_user: usize,
 }
 
@@ -132,6 +133,11 @@ impl PythonExecute {
     /// How many interpreters are running (for tests and status).
     pub fn live_sessions(&self) -> usize {
         self.inner.pool.live()
+    }
+
+    /// Why this tool's sandboxes get no cgroup of their own (`None`: each one does).
+    pub fn budgets_unavailable(&self) -> Option<&str> {
+        self.inner.sandbox.budgets_unavailable()
     }
 
     /// How many conversations have a call in progress (for tests and status).

@@ -146,7 +146,9 @@ impl<S> Pool<S> {
     ) -> Result<Vec<Key>, PoolError> {
         let others = || entries.iter().filter(|(k, e)| e.live && *k != key);
         let live_total = others().count();
-        let live_user = others().filter(|(k, _)| k.0 == key.0).count();
+        let account = account_of(&key.0);
+        let same_account = |k: &Key| account_of(&k.0) == account;
+        let live_user = others().filter(|(k, _)| same_account(k)).count();
         let need_user = (live_user + 1).saturating_sub(self.caps.per_user);
         let need_total = (live_total + 1).saturating_sub(self.caps.global);
         if need_user == 0 && need_total == 0 {
@@ -158,7 +160,7 @@ impl<S> Pool<S> {
         idle.sort();
         let mut victims: Vec<Key> = idle
             .iter()
-            .filter(|(_, k)| k.0 == key.0)
+            .filter(|(_, k)| same_account(k))
             .take(need_user)
             .map(|(_, k)| (*k).clone())
             .collect();
@@ -225,6 +227,13 @@ impl<S> Pool<S> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// Whom the per-user cap counts: the gateway runs a request that names a `user` as
+/// `<key's user>/<that user>`, and a client must not get more interpreters by naming more users,
+/// so everything up to the first `/` (the authenticated user) is one account.
+fn account_of(user: &str) -> &str {
+    user.split('/').next().unwrap_or(user)
 }
 
 /// When an idle entry's interpreter was last used; `None` when it has none or is in use: locked,
@@ -356,6 +365,15 @@ mod tests {
         let d = key("u3", "d");
         assert_eq!(start(&pool, &d).unwrap(), vec!["c".to_owned()]);
         assert_eq!(pool.live(), 2);
+    }
+
+    #[test]
+    fn users_named_by_one_key_share_its_cap() {
+        let pool = pool(4, 1);
+        let (a, b) = (key("k1/alice", "a"), key("k1/bob", "b"));
+        start(&pool, &a).unwrap();
+        assert_eq!(start(&pool, &b).unwrap(), vec!["a".to_owned()]);
+        assert!(start(&pool, &key("k2/alice", "c")).unwrap().is_empty());
     }
 
     #[test]
