@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::config::Limits;
-use crate::limits::{nproc_limit, Rlimits};
+use crate::limits::{nproc_limit, Rlimits, NPROC_UNLIMITED};
 use crate::sandbox::{Confinement, RunSpec};
 
 /// Where the workspace appears inside.
@@ -75,6 +75,7 @@ impl Bwrap {
             env: &[],
             limits: &Limits::default(),
             run_as,
+            pids_budget: false,
         };
         let args = self.args(&probe, Path::new("/bin/true"), &[]);
         let result = std::process::Command::new(&self.path)
@@ -134,6 +135,7 @@ impl Bwrap {
             env,
             limits,
             run_as,
+            pids_budget,
         } = *confinement;
         let mut a: Vec<String> = Vec::with_capacity(64);
         let mut push = |items: &[&str]| a.extend(items.iter().map(|s| (*s).to_owned()));
@@ -247,7 +249,13 @@ impl Bwrap {
             ]);
         }
         let uid = run_as.map_or_else(|| rustix::process::getuid().as_raw(), |(uid, _)| uid);
-        let r = Rlimits::new(limits, nproc_limit(uid, limits.processes));
+        // With a cgroup leaf, its pids.max counts this sandbox's tasks alone.
+        let nproc = if pids_budget {
+            NPROC_UNLIMITED
+        } else {
+            nproc_limit(uid, limits.processes)
+        };
+        let r = Rlimits::new(limits, nproc);
         a.push(PRLIMIT.into());
         a.extend(r.prlimit_args());
         a.push("--".into());

@@ -32,6 +32,8 @@ pub struct CheckReport {
     pub user_namespaces: Result<String, String>,
     pub landlock: Result<u32, String>,
     pub seccomp: Result<(), String>,
+    /// Where each sandbox's cgroup leaf is made (memory, pids), or why there are none.
+    pub budgets: Result<String, String>,
     /// What `backend = "auto"` gives.
     pub auto: Result<Isolation, String>,
     /// What the given configuration gives (may be unsandboxed when allowed).
@@ -80,6 +82,13 @@ pub fn check(config: &SandboxConfig) -> CheckReport {
         allow_unsandboxed: false,
         ..config.clone()
     };
+    let budgets = crate::cgroup::Cgroups::detect().map(|c| {
+        format!(
+            "a cgroup per sandbox (memory in {}, pids in {})",
+            c.memory.parent.display(),
+            c.pids.parent.display()
+        )
+    });
     let auto = Sandbox::new(auto_config)
         .map(|s| s.isolation().clone())
         .map_err(|e| e.to_string());
@@ -112,6 +121,7 @@ pub fn check(config: &SandboxConfig) -> CheckReport {
         user_namespaces: user_namespaces(),
         landlock,
         seccomp,
+        budgets,
         auto,
         configured: configured
             .map(|s| s.isolation().clone())
@@ -160,7 +170,11 @@ fn probe_python(sandbox: &Sandbox) -> Result<PythonProbe, String> {
             env: &[],
             limits: None,
         };
-        let mut cmd = sandbox.command(&spec).map_err(|e| e.to_string())?;
+        // `_budget` (the cgroup leaf) lives until the probe has ended.
+        let crate::Prepared {
+            command: mut cmd,
+            budget: _budget,
+        } = sandbox.command(&spec).map_err(|e| e.to_string())?;
         let std_cmd = cmd.as_std_mut();
         std_cmd
             .stdin(Stdio::null())
@@ -242,6 +256,7 @@ impl std::fmt::Display for CheckReport {
         result_row(f, "user namespaces", &self.user_namespaces, Clone::clone)?;
         result_row(f, "landlock", &self.landlock, |abi| format!("ABI {abi}"))?;
         result_row(f, "seccomp", &self.seccomp, |()| "available".to_owned())?;
+        result_row(f, "budgets", &self.budgets, Clone::clone)?;
         match &self.auto {
             Ok(i) => row(f, "ok", "backend \"auto\"", &i.to_string())?,
             Err(e) => row(f, "!!", "backend \"auto\"", e)?,

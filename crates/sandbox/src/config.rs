@@ -33,17 +33,20 @@ pub struct SandboxConfig {
     pub read_only_paths: Vec<PathBuf>,
 }
 
-/// Resource limits of one sandboxed process tree.
+/// Resource limits of one sandboxed process tree (see [`crate::cgroup`] for which are counted
+/// per sandbox).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
-    /// Address space (RLIMIT_AS), MiB.
+    /// Memory of the whole sandbox, swap included (its cgroup), and each process's address
+    /// space (RLIMIT_AS), MiB.
     pub memory_mb: u64,
     /// CPU time (RLIMIT_CPU), seconds.
     pub cpu_secs: u64,
     /// Largest file the process may write (RLIMIT_FSIZE), MiB.
     pub file_size_mb: u64,
-    /// Processes and threads (RLIMIT_NPROC).
+    /// Processes and threads of the whole sandbox (its cgroup's `pids.max`, plus its two helper
+    /// processes); without cgroups, RLIMIT_NPROC, which counts every task of the sandbox uid.
     pub processes: u64,
     /// Open file descriptors (RLIMIT_NOFILE).
     pub open_files: u64,

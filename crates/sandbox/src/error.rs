@@ -29,6 +29,8 @@ pub enum SandboxError {
     NoPython,
     #[error("workspace {path}: {reason}")]
     Workspace { path: PathBuf, reason: String },
+    #[error("the sandbox's cgroup: {0}")]
+    Budget(String),
     #[error("sandbox setup: {0}")]
     Setup(String),
     #[error("{context}: {source}")]

@@ -24,7 +24,7 @@ use rustix::fs::{Mode, OFlags};
 
 use crate::config::Limits;
 use crate::error::SandboxError;
-use crate::limits::{nproc_limit, Rlimits};
+use crate::limits::{nproc_limit, Rlimits, NPROC_UNLIMITED};
 use crate::sandbox::{Confinement, RunSpec};
 use crate::sys;
 
@@ -88,13 +88,17 @@ impl Landlock {
             cmd.env_clear().current_dir(&dir);
             // No uid switch: the probe dir may not be ours to give away; the switch itself is
             // plain setresuid.
-            let setup = self.child_setup(&Confinement {
-                workspace: &dir,
-                extra_ro: &[],
-                env: &[],
-                limits: &Limits::default(),
-                run_as: None,
-            })?;
+            let setup = self.child_setup(
+                &Confinement {
+                    workspace: &dir,
+                    extra_ro: &[],
+                    env: &[],
+                    limits: &Limits::default(),
+                    run_as: None,
+                    pids_budget: false,
+                },
+                Vec::new(),
+            )?;
             sys::install(&mut cmd, setup);
             cmd.status().map_err(|e| {
                 format!("test run: {e} (Landlock, seccomp or the command's own PID namespace was refused)")
@@ -111,9 +115,10 @@ impl Landlock {
         &self,
         confinement: &Confinement<'_>,
         spec: &RunSpec<'_>,
+        cgroups: Vec<OwnedFd>,
     ) -> Result<tokio::process::Command, SandboxError> {
         let setup = self
-            .child_setup(confinement)
+            .child_setup(confinement, cgroups)
             .map_err(|reason| SandboxError::LandlockUnavailable { reason })?;
         let mut cmd = std::process::Command::new(spec.program);
         cmd.args(spec.args)
@@ -124,12 +129,17 @@ impl Landlock {
         Ok(tokio::process::Command::from(cmd))
     }
 
-    fn child_setup(&self, confinement: &Confinement<'_>) -> Result<sys::ChildSetup, String> {
+    fn child_setup(
+        &self,
+        confinement: &Confinement<'_>,
+        cgroups: Vec<OwnedFd>,
+    ) -> Result<sys::ChildSetup, String> {
         let Confinement {
             workspace,
             extra_ro,
             limits,
             run_as,
+            pids_budget,
             ..
         } = *confinement;
         let ruleset = self
@@ -144,7 +154,10 @@ impl Landlock {
         let pid_namespace = sys::PidNamespace::for_current_process();
         // In a user namespace of its own the kernel counts RLIMIT_NPROC per namespace: only
         // this command's tasks, plus the two helpers (the waiter and the reaper).
-        let nproc = if pid_namespace.user_maps.is_some() {
+        let nproc = if pids_budget {
+            // The cgroup's pids.max counts this sandbox's tasks alone.
+            NPROC_UNLIMITED
+        } else if pid_namespace.user_maps.is_some() {
             limits.processes.saturating_add(2)
         } else {
             nproc_limit(uid, limits.processes)
@@ -156,6 +169,7 @@ impl Landlock {
             ruleset,
             seccomp,
             pid_namespace,
+            cgroups,
         })
     }
 

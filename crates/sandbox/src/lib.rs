@@ -16,6 +16,7 @@
 
 pub mod beneath;
 pub mod bwrap;
+pub mod cgroup;
 pub mod check;
 pub mod config;
 pub mod error;
@@ -28,10 +29,11 @@ pub mod setup;
 mod sys;
 mod workspace;
 
+pub use cgroup::Budget;
 pub use check::{check, CheckReport};
 pub use config::{BackendChoice, Limits, SandboxConfig};
 pub use error::SandboxError;
 pub use limits::{explain, explain_stderr, LimitHit};
 pub use paths::data_dir;
-pub use sandbox::{kill_group, Isolation, ProcessGroup, RunSpec, Sandbox};
+pub use sandbox::{kill_group, Isolation, Prepared, ProcessGroup, RunSpec, Sandbox};
 pub use setup::{default_venv_dir, setup_venv};

@@ -122,6 +122,9 @@ pub fn nproc_limit(uid: u32, processes: u64) -> u64 {
     tasks_of_uid(uid).saturating_add(processes)
 }
 
+/// RLIMIT_NPROC when a cgroup's `pids.max` bounds the sandbox instead (RLIM_INFINITY).
+pub const NPROC_UNLIMITED: u64 = u64::MAX;
+
 /// The five rlimits, as (resource, soft, hard).
 #[derive(Clone, Copy, Debug)]
 pub struct Rlimits {
@@ -147,17 +150,23 @@ impl Rlimits {
         }
     }
 
-    /// Options for util-linux `prlimit` (soft:hard).
+    /// Options for util-linux `prlimit` (soft:hard). [`NPROC_UNLIMITED`] leaves RLIMIT_NPROC as
+    /// inherited: prlimit runs after the switch to the sandbox uid, which may not raise it.
     pub fn prlimit_args(&self) -> Vec<String> {
-        vec![
+        let mut args = vec![
             format!("--as={0}:{0}", self.address_space),
             format!("--cpu={}:{}", self.cpu_soft, self.cpu_hard),
             format!("--fsize={0}:{0}", self.file_size),
-            format!("--nproc={0}:{0}", self.nproc),
+        ];
+        if self.nproc != NPROC_UNLIMITED {
+            args.push(format!("--nproc={0}:{0}", self.nproc));
+        }
+        args.extend([
             format!("--nofile={0}:{0}", self.nofile),
             // No core dumps of model-written code in the workspace.
             "--core=0:0".to_owned(),
-        ]
+        ]);
+        args
     }
 }
 

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::bwrap::Bwrap;
+use crate::cgroup::{Budget, Cgroups};
 use crate::config::{BackendChoice, Limits, SandboxConfig};
 use crate::error::SandboxError;
 use crate::landlock::Landlock;
@@ -58,6 +59,18 @@ pub struct Confinement<'a> {
     pub env: &'a [(String, String)],
     pub limits: &'a Limits,
     pub run_as: Option<(u32, u32)>,
+    /// The command runs in a cgroup leaf whose `pids.max` bounds its tasks: RLIMIT_NPROC, which
+    /// counts every task of the uid on the host, is then left unlimited (see [`crate::cgroup`]).
+    pub pids_budget: bool,
+}
+
+/// A command ready to spawn, and the cgroup leaf it will run in (when this machine gives
+/// per-sandbox budgets). Keep the budget until the child is gone: dropping it kills whatever
+/// still runs in the leaf and removes it.
+#[derive(Debug)]
+pub struct Prepared {
+    pub command: tokio::process::Command,
+    pub budget: Option<Budget>,
 }
 
 /// A configured sandbox; cheap to clone.
@@ -74,6 +87,8 @@ struct Inner {
     python: PathBuf,
     /// `Some` when we are root: sandboxed code runs as this unprivileged uid/gid.
     run_as: Option<(u32, u32)>,
+    /// Per-sandbox memory and pids budgets, or why there are none.
+    cgroups: Result<Cgroups, String>,
 }
 
 #[derive(Debug)]
@@ -117,6 +132,17 @@ impl Sandbox {
             &config,
             matches!(backend, Backend::Landlock(_)) && run_as.is_some(),
         );
+        let cgroups = Cgroups::detect();
+        match &cgroups {
+            Ok(c) => {
+                tracing::info!(memory = %c.memory.parent.display(), pids = %c.pids.parent.display(), "each sandbox gets a cgroup of its own (memory and process budgets)")
+            }
+            Err(reason) => tracing::warn!(
+                %reason,
+                "no per-sandbox cgroups: memory_mb limits each process (RLIMIT_AS), not the \
+                 sandbox, and processes counts every task of the sandbox uid on the host"
+            ),
+        }
         Ok(Sandbox {
             inner: Arc::new(Inner {
                 config,
@@ -124,6 +150,7 @@ impl Sandbox {
                 backend,
                 python,
                 run_as,
+                cgroups,
             }),
         })
     }
@@ -139,6 +166,11 @@ impl Sandbox {
     /// The interpreter for `python_execute`, usable inside the sandbox.
     pub fn python(&self) -> &Path {
         &self.inner.python
+    }
+
+    /// Why sandboxes get no cgroup of their own here (`None`: each one does).
+    pub fn budgets_unavailable(&self) -> Option<&str> {
+        self.inner.cgroups.as_ref().err().map(String::as_str)
     }
 
     /// The uid sandboxed code runs as, when it differs from ours (we are root).
@@ -195,8 +227,9 @@ impl Sandbox {
     }
 
     /// A command running `spec` in the sandbox: its own process group (see [`kill_group`]),
-    /// `kill_on_drop`, cleared environment. Stdio is left to the caller.
-    pub fn command(&self, spec: &RunSpec<'_>) -> Result<tokio::process::Command, SandboxError> {
+    /// `kill_on_drop`, cleared environment, and its own cgroup leaf where the machine allows.
+    /// Stdio is left to the caller.
+    pub fn command(&self, spec: &RunSpec<'_>) -> Result<Prepared, SandboxError> {
         let inner = &self.inner;
         let workspace =
             std::fs::canonicalize(spec.workspace).map_err(|e| SandboxError::Workspace {
@@ -210,6 +243,14 @@ impl Sandbox {
             });
         }
         let limits = spec.limits.unwrap_or(&inner.config.limits);
+        let budget = match &inner.cgroups {
+            Ok(cgroups) => Some(cgroups.leaf(limits).map_err(SandboxError::Budget)?),
+            Err(_) => None,
+        };
+        let join = match &budget {
+            Some(b) => b.join_handles().map_err(SandboxError::Budget)?,
+            None => Vec::new(),
+        };
         let inside = self.workspace_inside(&workspace);
         let tmp = match inner.backend {
             Backend::Bubblewrap(_) => PathBuf::from("/tmp"),
@@ -234,10 +275,15 @@ impl Sandbox {
             env: &env,
             limits,
             run_as: inner.run_as,
+            pids_budget: budget.is_some(),
         };
         let mut cmd = match &inner.backend {
-            Backend::Bubblewrap(b) => b.command(&confinement, spec),
-            Backend::Landlock(l) => l.command(&confinement, spec)?,
+            Backend::Bubblewrap(b) => {
+                let mut cmd = b.command(&confinement, spec);
+                crate::sys::join_cgroups(cmd.as_std_mut(), join);
+                cmd
+            }
+            Backend::Landlock(l) => l.command(&confinement, spec, join)?,
             Backend::Unsandboxed => {
                 tracing::warn!(
                     program = %spec.program.display(),
@@ -249,11 +295,15 @@ impl Sandbox {
                     .envs(env.iter().map(|(k, v)| (k, v)))
                     .current_dir(&workspace)
                     .process_group(0);
+                crate::sys::join_cgroups(cmd.as_std_mut(), join);
                 cmd
             }
         };
         cmd.kill_on_drop(true);
-        Ok(cmd)
+        Ok(Prepared {
+            command: cmd,
+            budget,
+        })
     }
 }
 

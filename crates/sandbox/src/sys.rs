@@ -110,6 +110,8 @@ pub struct ChildSetup {
     pub seccomp: Vec<libc::sock_filter>,
     /// The command's own PID namespace (see [`PidNamespace`]).
     pub pid_namespace: PidNamespace,
+    /// `cgroup.procs` of the sandbox's cgroup leaf, one per hierarchy (see [`join_cgroups`]).
+    pub cgroups: Vec<OwnedFd>,
 }
 
 /// Contains everything a Landlock-sandboxed command starts, however it detaches (`setsid`,
@@ -150,6 +152,35 @@ impl PidNamespace {
     }
 }
 
+/// Makes the child join the cgroups whose `cgroup.procs` files `handles` are open on, before it
+/// `exec`s: everything the command later starts is born inside them, so nothing runs outside
+/// its budget even for a moment. Done as the spawning user (root, or the owner of a delegated
+/// subtree), before any uid switch.
+pub fn join_cgroups(cmd: &mut std::process::Command, handles: Vec<OwnedFd>) {
+    use std::os::unix::process::CommandExt;
+    if handles.is_empty() {
+        return;
+    }
+    let hook = move || enter_cgroups(&handles);
+    // SAFETY: `enter_cgroups` only writes to descriptors opened before the fork
+    // (async-signal-safe); it neither allocates nor takes locks.
+    unsafe {
+        cmd.pre_exec(hook);
+    }
+}
+
+/// Writes "0" (this process) to each `cgroup.procs`.
+fn enter_cgroups(handles: &[OwnedFd]) -> io::Result<()> {
+    for handle in handles {
+        // SAFETY: the descriptor is open and the buffer is a static byte string.
+        let n = unsafe { libc::write(handle.as_raw_fd(), b"0".as_ptr().cast(), 1) };
+        if n != 1 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// Installs `setup` as the command's `pre_exec` hook.
 pub fn install(cmd: &mut std::process::Command, setup: ChildSetup) {
     use std::os::unix::process::CommandExt;
@@ -181,6 +212,7 @@ fn set_limit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> io::R
 fn child_setup(s: &ChildSetup) -> io::Result<()> {
     // SAFETY (whole function): each call is a raw syscall with valid arguments built from
     // `s`, which the parent prepared before forking.
+    enter_cgroups(&s.cgroups)?;
     unsafe {
         // Session (and process group) leader: `kill_group` reaches everything it starts, and
         // it has no controlling terminal to inject input into.
@@ -192,7 +224,11 @@ fn child_setup(s: &ChildSetup) -> io::Result<()> {
         set_limit(libc::RLIMIT_AS, r.address_space, r.address_space)?;
         set_limit(libc::RLIMIT_CPU, r.cpu_soft, r.cpu_hard)?;
         set_limit(libc::RLIMIT_FSIZE, r.file_size, r.file_size)?;
-        set_limit(libc::RLIMIT_NPROC, r.nproc, r.nproc)?;
+        // Unlimited: a cgroup counts the sandbox's tasks; keep what we inherited (an
+        // unprivileged caller could not raise it anyway).
+        if r.nproc != crate::limits::NPROC_UNLIMITED {
+            set_limit(libc::RLIMIT_NPROC, r.nproc, r.nproc)?;
+        }
         set_limit(libc::RLIMIT_NOFILE, r.nofile, r.nofile)?;
         set_limit(libc::RLIMIT_CORE, 0, 0)?;
         if let Some((uid, gid)) = s.drop_to {

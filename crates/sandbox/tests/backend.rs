@@ -101,7 +101,8 @@ async fn kill_group_kills_everything_the_command_started() {
             env: &[],
             limits: None,
         };
-        let mut child = sb.command(&spec).unwrap().spawn().unwrap();
+        let mut prepared = sb.command(&spec).unwrap();
+        let mut child = prepared.command.spawn().unwrap();
         let deadline = Instant::now() + Duration::from_secs(3);
         while processes_with(&marker) < 3 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;

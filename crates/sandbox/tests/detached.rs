@@ -91,7 +91,14 @@ async fn assert_writer_gone(ws: &Path, what: &str) {
     );
 }
 
-fn spawn(sb: &Sandbox, ws: &Path, program: &Path, args: &[String]) -> tokio::process::Child {
+/// The child, and its cgroup leaf (held to the end: dropping it would kill what the test wants
+/// to see end by itself).
+fn spawn(
+    sb: &Sandbox,
+    ws: &Path,
+    program: &Path,
+    args: &[String],
+) -> (tokio::process::Child, Option<toolbridge_sandbox::Budget>) {
     let spec = RunSpec {
         workspace: ws,
         program,
@@ -99,11 +106,13 @@ fn spawn(sb: &Sandbox, ws: &Path, program: &Path, args: &[String]) -> tokio::pro
         env: &[],
         limits: None,
     };
-    let mut cmd = sb.command(&spec).unwrap();
-    cmd.stdin(Stdio::null())
+    let mut prepared = sb.command(&spec).unwrap();
+    prepared
+        .command
+        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    cmd.spawn().unwrap()
+    (prepared.command.spawn().unwrap(), prepared.budget)
 }
 
 #[tokio::test]
@@ -111,7 +120,7 @@ async fn detached_processes_end_with_the_command() {
     each_backend(Limits::default(), |sb| async move {
         for (what, program, args) in variants(&sb, "") {
             let ws = workspace(&sb);
-            let child = spawn(&sb, ws.path(), &program, &args);
+            let (child, _budget) = spawn(&sb, ws.path(), &program, &args);
             let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
                 .await
                 .expect("the command did not end")
@@ -134,7 +143,7 @@ async fn detached_processes_end_when_the_command_is_killed() {
         // The command itself waits forever after detaching: it ends only by the kill.
         for (what, program, args) in variants(&sb, "\necho started >&2; sleep 1000") {
             let ws = workspace(&sb);
-            let mut child = spawn(&sb, ws.path(), &program, &args);
+            let (mut child, _budget) = spawn(&sb, ws.path(), &program, &args);
             let group = ProcessGroup::of(&child);
             let mut stderr = child.stderr.take().unwrap();
             let mut seen = Vec::new();

@@ -839,8 +839,11 @@ async fn background_processes_die_with_a_dead_interpreter() {
 /// The reaper leaves alone a slot a call has taken but not locked yet.
 #[tokio::test]
 async fn the_reaper_keeps_a_slot_held_by_a_call() {
-    use toolbridge_tools::python::pool::Pool;
-    let pool = Pool::default();
+    use toolbridge_tools::python::pool::{Caps, Pool};
+    let pool: Pool<()> = Pool::new(Caps {
+        global: 2,
+        per_user: 1,
+    });
     let key = ("tester".to_owned(), "c1".to_owned());
     let held = pool.slot(key.clone());
     {
@@ -881,4 +884,150 @@ async fn a_new_session_in_a_workspace_that_had_one_says_the_state_is_gone() {
     let fresh = tempfile::tempdir().unwrap();
     let fresh_ctx = context(fresh.path(), "c2");
     assert_eq!(ok(&second, &fresh_ctx, "print('hi')").await, "hi");
+}
+
+/// With room for two interpreters (one per user), a third conversation closes the least recently
+/// used idle one, whose next call says its state is gone; the count never passes the cap; and
+/// when every interpreter is running a call, a new conversation is refused with a transient
+/// error instead of starting one more.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cap_on_live_interpreters_evicts_the_idle_one_and_refuses_when_all_are_busy() {
+    let config = PythonConfig {
+        max_interpreters: 2,
+        max_interpreters_per_user: 1,
+        ..PythonConfig::default()
+    };
+    let Some(tool) = tool_with(test_limits(), config) else {
+        return;
+    };
+    let tool = std::sync::Arc::new(tool);
+    let (ws_a, ws_b, ws_c) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    let user = |ws: &Path, user: &str| ToolContext {
+        user: user.into(),
+        ..context(ws, user)
+    };
+    let (a, b, c) = (
+        user(ws_a.path(), "ann"),
+        user(ws_b.path(), "bob"),
+        user(ws_c.path(), "cid"),
+    );
+    ok(&tool, &a, "x = 1").await;
+    ok(&tool, &b, "y = 2").await;
+    assert_eq!(tool.live_sessions(), 2);
+    // a is now the least recently used: c takes its place.
+    ok(&tool, &c, "z = 3").await;
+    assert_eq!(tool.live_sessions(), 2);
+    assert_eq!(ok(&tool, &b, "y").await, "2", "b was used more recently");
+    let err = tool_error(&tool, &a, "x").await;
+    assert!(err.starts_with(texts::PYTHON_SESSION_EVICTED), "{err}");
+    assert!(err.contains("NameError"), "{err}");
+    assert_eq!(tool.live_sessions(), 2);
+
+    // a and b now run cells that wait for a file; c has no interpreter and must be refused.
+    let wait = "import os, time\nwhile not os.path.exists('release'):\n    time.sleep(0.02)\n";
+    let busy = |ctx: ToolContext| {
+        let tool = std::sync::Arc::clone(&tool);
+        tokio::spawn(async move { run(&tool, &ctx, wait).await })
+    };
+    let (a_busy, b_busy) = (busy(a.clone()), busy(b.clone()));
+    wait_until_running(&tool, 2).await;
+    match run(&tool, &c, "1").await {
+        Err(ToolError::Transient(text)) => assert_eq!(text, texts::PYTHON_BUSY),
+        other => panic!("expected the busy error, got {other:?}"),
+    }
+    assert_eq!(tool.live_sessions(), 2);
+    for ws in [ws_a.path(), ws_b.path()] {
+        std::fs::write(ws.join("release"), "").unwrap();
+    }
+    a_busy.await.unwrap().unwrap();
+    b_busy.await.unwrap().unwrap();
+    // With both idle again, c gets a place.
+    ok(&tool, &c, "1").await;
+    assert_eq!(tool.live_sessions(), 2);
+}
+
+/// Waits until `n` interpreters are running a call.
+async fn wait_until_running(tool: &PythonExecute, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while tool.busy_sessions() < n {
+        assert!(Instant::now() < deadline, "the cells did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A cell whose children exit without being waited for (one of them orphaning a grandchild, which
+/// the sandbox's PID 1 reaps) leaves no zombies behind: the next cell finds none among the
+/// interpreter's children. Before, they stayed zombies as long as the interpreter lived.
+#[tokio::test(flavor = "multi_thread")]
+async fn children_a_cell_never_waited_for_do_not_stay_zombies() {
+    let Some(tool) = tool() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = context(ws.path(), "c1");
+    let fork = "import os, subprocess\n\
+        pids = []\n\
+        for _ in range(5):\n\
+        \x20   pid = os.fork()\n\
+        \x20   if pid == 0:\n\
+        \x20       os._exit(0)\n\
+        \x20   pids.append(pid)\n\
+        pid = os.fork()\n\
+        if pid == 0:\n\
+        \x20   subprocess.Popen(['/bin/sleep', '0.2'])\n\
+        \x20   os._exit(0)\n\
+        pids.append(pid)\n\
+        for pid in pids:\n\
+        \x20   os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)\n\
+        print(len(pids))\n";
+    // Every child has exited (and is a zombie until someone waits for it) when the cell ends.
+    assert_eq!(ok(&tool, &ctx, fork).await, "6");
+    let count = "import os\n\
+        def children():\n\
+        \x20   out = []\n\
+        \x20   for tid in os.listdir('/proc/self/task'):\n\
+        \x20       out += open(f'/proc/self/task/{tid}/children').read().split()\n\
+        \x20   return out\n\
+        def zombie(pid):\n\
+        \x20   try:\n\
+        \x20       data = open(f'/proc/{pid}/stat').read()\n\
+        \x20   except OSError:\n\
+        \x20       return False\n\
+        \x20   return data[data.rindex(')') + 2] == 'Z'\n\
+        len([p for p in children() if zombie(p)])\n";
+    assert_eq!(ok(&tool, &ctx, count).await, "0");
+}
+
+/// One conversation's cell that forks to the process limit and leaves its children running does
+/// not break another conversation's next call: each sandbox has its own process budget. Before,
+/// RLIMIT_NPROC counted every task of the sandbox uid, and the other call failed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fork_bomb_in_one_conversation_leaves_the_others_working() {
+    let limits = Limits {
+        processes: 16,
+        ..Limits::default()
+    };
+    let Some(tool) = tool_with(limits, PythonConfig::default()) else {
+        return;
+    };
+    if let Some(reason) = tool.budgets_unavailable() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI=true but sandboxes get no cgroup of their own here: {reason}"
+        );
+        eprintln!("skipped: no per-sandbox cgroups on this machine: {reason}");
+        return;
+    }
+    let (ws_a, ws_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b) = (context(ws_a.path(), "a"), context(ws_b.path(), "b"));
+    ok(&tool, &b, "import subprocess").await;
+    let bomb = "import os, signal\npids = []\ntry:\n    while len(pids) < 500:\n        pid = os.fork()\n        if pid == 0:\n            signal.pause()\n            os._exit(0)\n        pids.append(pid)\nexcept OSError:\n    pass\nlen(pids) < 500";
+    assert_eq!(ok(&tool, &a, bomb).await, "True");
+    assert_eq!(
+        ok(&tool, &b, "subprocess.run(['/bin/true']).returncode").await,
+        "0"
+    );
 }

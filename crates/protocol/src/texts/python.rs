@@ -30,6 +30,12 @@ pub const PYTHON_SESSION_EXPIRED: &str = "Note: the Python session was idle for 
 /// Ours: begins the first result of a new Python session in a workspace that had one in an
 /// earlier run (another process), whose state could not be kept.
 pub const PYTHON_SESSION_NEW_PROCESS: &str = "Note: the Python session was restarted since an earlier run; variables and imports from earlier calls are gone (files in /workspace are kept).";
+/// Ours: begins the first result after this conversation's interpreter was closed to make room
+/// for another conversation's (the server's cap on live interpreters).
+pub const PYTHON_SESSION_EVICTED: &str = "Note: the Python session was closed to make room for other conversations and was restarted; variables and imports from earlier calls are gone (files in /workspace are kept).";
+/// Ours: a call that could not start an interpreter because every slot the server allows (for
+/// everyone, or for this user) is running a call right now.
+pub const PYTHON_BUSY: &str = "Every Python session this server allows is busy running code right now, so this code was not run. Try the call again in a moment.";
 /// Ours: a call that ran past its wall-clock budget and was interrupted; placeholder `<SECONDS>`.
 pub const PYTHON_CELL_TIMEOUT: &str = "The code ran longer than <SECONDS> seconds and was interrupted. Variables from earlier calls are kept; make the work smaller or faster.";
 /// Ours: the error a call gets when it used up its CPU time; placeholder `<SECONDS>`.

@@ -54,6 +54,8 @@ pub struct Outcome {
     pub status: ExitStatus,
     pub stdout: String,
     pub stderr: String,
+    /// The sandbox's cgroup memory peak, bytes, when it had a cgroup.
+    pub memory_peak: Option<u64>,
 }
 
 impl Outcome {
@@ -99,11 +101,13 @@ pub async fn run_with(
         env: &env,
         limits,
     };
-    let mut cmd = sandbox.command(&spec).unwrap();
-    cmd.stdin(Stdio::null())
+    let mut prepared = sandbox.command(&spec).unwrap();
+    prepared
+        .command
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let child = cmd.spawn().unwrap();
+    let child = prepared.command.spawn().unwrap();
     let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
         .await
         .expect("sandboxed command did not finish within 20 s")
@@ -112,6 +116,7 @@ pub async fn run_with(
         status: out.status,
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        memory_peak: prepared.budget.as_ref().and_then(|b| b.memory_peak()),
     }
 }
 

@@ -410,6 +410,85 @@ def reader(requests):
     os._exit(0)
 
 
+def reap_forgotten_children():
+    """Reaps the interpreter's children that have exited and that nothing will wait for: what a
+    cell fork()ed and never waited for, and Popen objects dropped while running. Left alone, they
+    stay zombies as long as the interpreter lives, each holding a slot of the sandbox's process
+    budget. Children that a live subprocess.Popen or multiprocessing object still tracks are
+    left to it, so their exit status is not lost."""
+    subprocess = sys.modules.get("subprocess")
+    cleanup = getattr(subprocess, "_cleanup", None)
+    if cleanup is not None:
+        try:
+            cleanup()
+        except Exception:
+            pass
+    try:
+        zombies = [pid for pid in _child_pids() if _is_zombie(pid)]
+    except OSError:
+        return
+    if not zombies:
+        return
+    tracked = _tracked_pids()
+    for host_pid, pid in zombies:
+        if pid in tracked:
+            continue
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except OSError:
+            pass
+
+
+def _child_pids():
+    """The interpreter's children as /proc shows them (the host's pid under Landlock, whose /proc
+    is the host's), with their pid in our own namespace."""
+    found = []
+    for tid in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{tid}/children") as f:
+            for host_pid in f.read().split():
+                found.append((host_pid, _own_pid(host_pid)))
+    return found
+
+
+def _own_pid(host_pid):
+    try:
+        with open(f"/proc/{host_pid}/status") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except OSError:
+        pass
+    return int(host_pid)
+
+
+def _is_zombie(child):
+    try:
+        with open(f"/proc/{child[0]}/stat") as f:
+            data = f.read()
+    except OSError:
+        return False
+    return data[data.rindex(")") + 2] == "Z"
+
+
+def _tracked_pids():
+    import gc
+
+    kinds = []
+    subprocess = sys.modules.get("subprocess")
+    if subprocess is not None:
+        kinds.append(subprocess.Popen)
+    popen_fork = sys.modules.get("multiprocessing.popen_fork")
+    if popen_fork is not None:
+        kinds.append(popen_fork.Popen)
+    if not kinds:
+        return set()
+    return {
+        obj.pid
+        for obj in gc.get_objects()
+        if isinstance(obj, tuple(kinds)) and getattr(obj, "returncode", 0) is None
+    }
+
+
 def main():
     signal.signal(signal.SIGINT, on_sigint)
     requests = queue.Queue()
@@ -435,6 +514,11 @@ def main():
                 "cpu_limit": False,
                 "truncated": False,
             }
+        # After the cell, not before: between cells no interrupt is aimed at us.
+        try:
+            reap_forgotten_children()
+        except BaseException:
+            pass
         send(reply)
 
 

@@ -14,6 +14,10 @@
 //!   before each call); `session_cpu_secs` is the hard limit of the whole interpreter.
 //! - Interpreters idle for `idle_secs` are closed; the next call says so. Dropping the tool
 //!   kills them all.
+//! - At most `max_interpreters` interpreters live at once, and `max_interpreters_per_user` for
+//!   one user: a conversation that needs a new one closes the least recently used idle one first
+//!   (that conversation's next call says so), and is refused with a transient error when every
+//!   one is running a call (see [`pool`]).
 
 pub mod history;
 pub mod outputs;
@@ -36,7 +40,7 @@ use toolbridge_sandbox::{Limits, Sandbox};
 
 use crate::common::seed_spec;
 use outputs::{Snapshot, OUTPUTS};
-use pool::{Pool, Slot};
+use pool::{Caps, Pool, PoolError, Slot};
 use session::{DriverSettings, Outcome, Session, Stop};
 
 /// `[tools.python]` in `toolbridge.toml`.
@@ -54,6 +58,11 @@ pub struct PythonConfig {
     /// CPU seconds one interpreter may use over its whole life (hard RLIMIT_CPU); each call gets
     /// `[tools.sandbox.limits] cpu_secs` of it.
     pub session_cpu_secs: u64,
+    /// Interpreters alive at once on the whole server (at least 1).
+    pub max_interpreters: usize,
+    /// Interpreters alive at once for one user (at least 1); the gateway's `<key user>/<named
+    /// user>` count as the key's user.
+    pub max_interpreters_per_user: usize,
 }
 
 impl Default for PythonConfig {
@@ -64,6 +73,8 @@ impl Default for PythonConfig {
             idle_secs: 900,
             max_output_bytes: 100_000,
             session_cpu_secs: 3600,
+            max_interpreters: 16,
+            max_interpreters_per_user: 4,
         }
     }
 }
@@ -82,7 +93,7 @@ struct Inner {
     /// The limits the interpreter process is started with.
     process_limits: Limits,
     settings: DriverSettings,
-    pool: Pool,
+    pool: Pool<Session>,
     reaper: Once,
 }
 
@@ -97,6 +108,10 @@ impl PythonExecute {
             cpu_message: texts::python_cpu_limit(limits.cpu_secs),
             omitted_note: texts::PYTHON_OUTPUT_OMITTED.to_owned(),
         };
+        let caps = Caps {
+            global: config.max_interpreters,
+            per_user: config.max_interpreters_per_user,
+        };
         PythonExecute {
             spec: seed_spec(
                 "python_execute",
@@ -109,7 +124,7 @@ impl PythonExecute {
                 limits,
                 process_limits,
                 settings,
-                pool: Pool::default(),
+                pool: Pool::new(caps),
                 reaper: Once::new(),
             }),
         }
@@ -118,6 +133,16 @@ impl PythonExecute {
     /// How many interpreters are running (for tests and status).
     pub fn live_sessions(&self) -> usize {
         self.inner.pool.live()
+    }
+
+    /// Why this tool's sandboxes get no cgroup of their own (`None`: each one does).
+    pub fn budgets_unavailable(&self) -> Option<&str> {
+        self.inner.sandbox.budgets_unavailable()
+    }
+
+    /// How many conversations have a call in progress (for tests and status).
+    pub fn busy_sessions(&self) -> usize {
+        self.inner.pool.busy()
     }
 }
 
@@ -191,18 +216,46 @@ impl Inner {
         deadline: Option<Instant>,
     ) -> Result<String, ToolError> {
         self.pool.reap(Duration::from_secs(self.config.idle_secs));
-        let slot = self.pool.slot(key);
+        let slot = self.pool.slot(key.clone());
         let mut slot = tokio::select! {
             slot = slot.lock() => slot,
             () = cancel.cancelled() => return Err(ToolError::internal("cancelled while waiting for the Python session")),
         };
+        let result = self
+            .call_in_slot(&key, &mut slot, workspace, code, cancel, deadline)
+            .await;
+        // Whatever happened, the pool's count follows what the slot now holds.
+        self.pool.settle(&key, slot.session.is_some());
+        result
+    }
+
+    /// [`Inner::call`] with the conversation's slot locked.
+    async fn call_in_slot(
+        &self,
+        key: &pool::Key,
+        slot: &mut Slot<Session>,
+        workspace: &Path,
+        code: &str,
+        cancel: &CancellationToken,
+        deadline: Option<Instant>,
+    ) -> Result<String, ToolError> {
         let mut notes = Vec::new();
-        if std::mem::take(&mut slot.expired) {
+        if slot.expired {
             notes.push(texts::python_session_expired(
                 self.config.idle_secs.div_ceil(60),
             ));
         }
-        let session = self.ready_session(&mut slot, workspace, &mut notes).await?;
+        if slot.evicted {
+            notes.push(texts::PYTHON_SESSION_EVICTED.to_owned());
+        }
+        self.ready_session(key, slot, workspace, &mut notes).await?;
+        // Told once the call runs: a call refused for want of room keeps them for the next.
+        slot.expired = false;
+        slot.evicted = false;
+        let session = slot
+            .session
+            .as_mut()
+            .ok_or_else(|| ToolError::internal("no Python session"))?;
         let inside = self.sandbox.workspace_inside(workspace);
         let inside = inside.to_string_lossy().into_owned();
         let code = paths::to_inside(code, &inside);
@@ -243,15 +296,15 @@ impl Inner {
                 text
             }
             Outcome::Hung { .. } => {
-                self.restart(&mut slot, workspace).await;
+                self.restart(slot, workspace).await;
                 Err(texts::PYTHON_STATE_LOST.to_owned())
             }
             Outcome::Died { limit } => {
-                self.restart(&mut slot, workspace).await;
+                self.restart(slot, workspace).await;
                 Err(render::crashed(limit, &self.limits))
             }
             Outcome::Protocol => {
-                self.restart(&mut slot, workspace).await;
+                self.restart(slot, workspace).await;
                 Err(texts::PYTHON_PROTOCOL_ERROR.to_owned())
             }
         };
@@ -282,12 +335,13 @@ impl Inner {
     }
 
     /// The slot's interpreter, started (or restarted, with a note) if it has none that works.
-    async fn ready_session<'s>(
+    async fn ready_session(
         &self,
-        slot: &'s mut Slot,
+        key: &pool::Key,
+        slot: &mut Slot<Session>,
         workspace: &Path,
         notes: &mut Vec<String>,
-    ) -> Result<&'s mut Session, ToolError> {
+    ) -> Result<(), ToolError> {
         if let Some(session) = slot.session.as_mut() {
             if session.workspace() != workspace {
                 slot.session = None;
@@ -303,6 +357,7 @@ impl Inner {
             // earlier `run --conversation`, a restarted server): its state is gone, say so,
             // unless a note above already does.
             let earlier = !slot.started && history::had_session(workspace);
+            self.make_room(key).await?;
             slot.session = Some(self.start(workspace).await?);
             slot.started = true;
             history::mark(workspace);
@@ -310,9 +365,24 @@ impl Inner {
                 notes.push(texts::PYTHON_SESSION_NEW_PROCESS.to_owned());
             }
         }
-        slot.session
-            .as_mut()
-            .ok_or_else(|| ToolError::internal("no Python session"))
+        Ok(())
+    }
+
+    /// Admits `key` to start an interpreter, first closing (and waiting for) the idle ones the
+    /// pool evicts to stay within its caps; a transient error when every one is busy.
+    async fn make_room(&self, key: &pool::Key) -> Result<(), ToolError> {
+        match self.pool.admit(key) {
+            Ok(evicted) => {
+                for session in evicted {
+                    session.close().await;
+                }
+                Ok(())
+            }
+            Err(PoolError::Busy { scope, cap }) => {
+                tracing::warn!(user = %key.0, conversation = %key.1, %scope, cap, "python_execute refused: every interpreter is busy");
+                Err(ToolError::transient(texts::PYTHON_BUSY))
+            }
+        }
     }
 
     async fn start(&self, workspace: &Path) -> Result<Session, ToolError> {
@@ -332,7 +402,7 @@ impl Inner {
 
     /// Replaces a dead or killed interpreter with a fresh one (left empty if that fails: the
     /// next call tries again).
-    async fn restart(&self, slot: &mut Slot, workspace: &Path) {
+    async fn restart(&self, slot: &mut Slot<Session>, workspace: &Path) {
         slot.session = None;
         match self.start(workspace).await {
             Ok(session) => slot.session = Some(session),

@@ -12,8 +12,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use toolbridge_sandbox::ProcessGroup;
-use toolbridge_sandbox::{explain, LimitHit, Limits, RunSpec, Sandbox, SandboxError};
+use toolbridge_sandbox::{explain, Budget, LimitHit, Limits, Prepared, RunSpec, Sandbox};
+use toolbridge_sandbox::{ProcessGroup, SandboxError};
 
 /// The driver's source, passed with `python -c` so nothing has to be written into the
 /// workspace (where sandboxed code could change it for the next start).
@@ -119,6 +119,9 @@ pub struct Session {
     stderr_task: Option<JoinHandle<()>>,
     next_id: u64,
     workspace: PathBuf,
+    /// The sandbox's cgroup leaf, when the machine gives one: dropped with the session, after
+    /// the process group is killed, it ends what is left and removes the leaf.
+    budget: Option<Budget>,
 }
 
 impl Session {
@@ -143,7 +146,10 @@ impl Session {
             // Modules imported from /workspace should not leave __pycache__ folders there.
             ("PYTHONDONTWRITEBYTECODE".to_owned(), "1".to_owned()),
         ];
-        let mut command = sandbox.command(&RunSpec {
+        let Prepared {
+            mut command,
+            budget,
+        } = sandbox.command(&RunSpec {
             workspace,
             program: sandbox.python(),
             args: &args,
@@ -178,6 +184,7 @@ impl Session {
             stderr_task: Some(stderr_task),
             next_id: 1,
             workspace: workspace.to_path_buf(),
+            budget,
         };
         match tokio::time::timeout(START_TIMEOUT, session.stdout.next_line()).await {
             Ok(Ok(Some(line))) if is_ready(&line) => Ok(session),
@@ -203,13 +210,25 @@ impl Session {
         alive
     }
 
+    /// Ends the interpreter and everything it started, and waits until the interpreter is gone:
+    /// a closed session's memory is free before another starts in its place.
+    pub async fn close(mut self) {
+        self.kill_group();
+        let _ = self.reap().await;
+    }
+
     /// Why a dead interpreter died (reaps it, and kills what it left in its process group).
     pub async fn exit_cause(&mut self) -> Option<LimitHit> {
         let status = self.reap().await;
         self.kill_group();
         let tail = self.stderr_tail().await;
         tracing::warn!(?status, stderr = %tail, "python_execute interpreter exited");
-        status.and_then(|s| explain(&s, &tail))
+        // A SIGKILL from the kernel's OOM killer says nothing by itself; the sandbox's cgroup
+        // counts those kills.
+        let oom_killed = self.budget.as_ref().is_some_and(|b| b.oom_kills() > 0);
+        status
+            .and_then(|s| explain(&s, &tail))
+            .or(oom_killed.then_some(LimitHit::Memory))
     }
 
     /// Runs one cell. On `cancel` or after `budget` the cell is interrupted; if the driver does

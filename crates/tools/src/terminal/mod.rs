@@ -196,7 +196,10 @@ async fn run(
         env: &[],
         limits: None,
     };
-    let mut cmd = sandbox
+    let toolbridge_sandbox::Prepared {
+        command: mut cmd,
+        budget: cgroup,
+    } = sandbox
         .command(&spec)
         .map_err(|e| ToolError::internal(format!("sandbox: {e}")))?;
     let (sender, mut receiver) =
@@ -219,6 +222,7 @@ async fn run(
     let mut child = GroupGuard {
         group: toolbridge_sandbox::ProcessGroup::of(&child),
         child,
+        _cgroup: cgroup,
     };
 
     let mut output = Output::default();
@@ -270,6 +274,9 @@ async fn run(
 struct GroupGuard {
     child: tokio::process::Child,
     group: toolbridge_sandbox::ProcessGroup,
+    /// The sandbox's cgroup leaf: dropped after the group is killed, it ends anything left in
+    /// the sandbox and removes the leaf.
+    _cgroup: Option<toolbridge_sandbox::Budget>,
 }
 
 impl GroupGuard {
