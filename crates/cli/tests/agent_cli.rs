@@ -76,6 +76,10 @@ fn json_events_and_transcript() {
         serde_json::from_str(&std::fs::read_to_string(&transcript).unwrap()).unwrap();
     assert_eq!(t["outcome"], "answered");
     assert!(t["transcript"].as_array().unwrap().len() >= 4);
+    // The whole conversation: owner-only.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&transcript).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
 }
 
 #[test]

@@ -213,6 +213,20 @@ impl ApiError {
         }
     }
 
+    /// An `mcp_approval_response` whose approval request was answered before (replayed, or
+    /// sent twice at once): an answer is used once. 400, not 409: OpenAI's SDKs retry a 409 as
+    /// a passing conflict, and a used approval never becomes usable again.
+    pub fn approval_already_answered(request_ids: &[String]) -> Self {
+        ApiError::bad_param(
+            "input",
+            format!(
+                "MCP approval request {} was already answered; an approval is used once. Ask again in a new response.",
+                echo(&request_ids.join(", "))
+            ),
+        )
+        .with_code("approval_already_answered")
+    }
+
     /// More runs of one user at once than `[server.responses] max_concurrent_per_user`.
     pub fn too_many_runs(max: usize) -> Self {
         ApiError::new(

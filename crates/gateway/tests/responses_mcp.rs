@@ -23,6 +23,7 @@ use toolbridge_providers::ProviderRegistry;
 use toolbridge_runtime::{Config, Overrides, Runtime};
 use toolbridge_testkit::{Behavior, Reply, TestUpstream};
 
+use common::responses::Schema;
 use common::{arm, http, server_config};
 
 struct Dir(std::path::PathBuf);
@@ -56,6 +57,15 @@ async fn setup(up: &TestUpstream) -> (RunningGateway, Arc<Runtime>, Dir) {
 }
 
 async fn setup_with(up: &TestUpstream, remote: Remote) -> (RunningGateway, Arc<Runtime>, Dir) {
+    setup_on(up, remote, None).await
+}
+
+/// A gateway whose state is in `state_url` (PostgreSQL), else in a SQLite file of its own.
+async fn setup_on(
+    up: &TestUpstream,
+    remote: Remote,
+    state_url: Option<&str>,
+) -> (RunningGateway, Arc<Runtime>, Dir) {
     let python = python();
     let server = py_server();
     let dir = std::env::temp_dir().join(format!(
@@ -88,6 +98,7 @@ async fn setup_with(up: &TestUpstream, remote: Remote) -> (RunningGateway, Arc<R
     let served = runtime.served_models().unwrap();
     let mut server = server_config();
     server.state.path = Some(dir.join("state.sqlite3"));
+    server.state.url = state_url.map(str::to_owned);
     server.responses.remote_mcp_urls = remote.urls;
     let gw = Gateway::from_runtime(server, Arc::clone(&runtime), served, &BTreeMap::new())
         .unwrap()
@@ -446,4 +457,136 @@ async fn bad_remote_mcp_tools_are_400s() {
         .contains("Duplicate MCP server_label"));
     assert!(up.requests().is_empty());
     runtime.shutdown().await;
+}
+
+/// `POST /v1/responses`: status and JSON body.
+async fn send(gw: &RunningGateway, body: &Value) -> (u16, Value) {
+    let resp = http()
+        .post(format!("{}/responses", gw.base_url()))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    (resp.status().as_u16(), resp.json().await.unwrap())
+}
+
+/// How many times the server's side-effecting `bump` tool ran (its read-only `bumps`).
+async fn bumps(runtime: &Runtime) -> u64 {
+    use toolbridge_agent::Tool as _;
+    let tool = runtime
+        .mcp()
+        .mcp_tools()
+        .into_iter()
+        .find(|t| t.spec().name == "mcp__calc__bumps")
+        .unwrap();
+    let out = tool
+        .invoke(json!({}), toolbridge_agent::ToolContext::default())
+        .await
+        .unwrap();
+    out.trim().parse().unwrap()
+}
+
+/// A response paused for the approval of a `bump` call, and the answer approving it.
+async fn paused_for_bump(gw: &RunningGateway) -> Value {
+    let first = create(
+        gw,
+        json!({"model": "m", "input": "Bump it.", "tools": [mcp_tool("always")]}),
+    )
+    .await;
+    let request = item(&first, "mcp_approval_request");
+    assert_eq!(request["name"], "bump");
+    json!({
+        "model": "m", "previous_response_id": first["id"], "tools": [mcp_tool("always")],
+        "input": [{"type": "mcp_approval_response", "approval_request_id": request["id"], "approve": true}],
+    })
+}
+
+/// The upstream's script: a `bump` call, then answers enough for every resumed run.
+fn bump_script(up: &TestUpstream) {
+    up.push(Behavior::Reply(Reply::tool_call("mcp__calc__bump", "{}")));
+    answers(up);
+}
+
+/// Answers enough for every run resumed with an answer (one, unless the answer is replayed).
+fn answers(up: &TestUpstream) {
+    for _ in 0..3 {
+        up.push(Behavior::Reply(Reply::text("Bumped.")));
+    }
+}
+
+fn assert_replay_refused(status: u16, body: &Value) {
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["type"], "invalid_request_error", "{body}");
+    assert_eq!(body["error"]["code"], "approval_already_answered", "{body}");
+    assert_eq!(body["error"]["param"], "input", "{body}");
+}
+
+#[tokio::test]
+async fn a_replayed_approval_is_refused_and_the_tool_runs_once() {
+    let up = TestUpstream::start().await.unwrap();
+    bump_script(&up);
+    let (gw, runtime, _dir) = setup(&up).await;
+    let answer = paused_for_bump(&gw).await;
+
+    let (status, second) = send(&gw, &answer).await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(item(&second, "mcp_call")["output"], "1", "{second}");
+    // The same answer again, with the same previous_response_id.
+    let (status, replay) = send(&gw, &answer).await;
+    assert_replay_refused(status, &replay);
+    assert_eq!(bumps(&runtime).await, 1);
+    // A denial is an answer too: it cannot be turned into an approval afterwards.
+    let mut denied = answer.clone();
+    denied["input"][0]["approve"] = json!(false);
+    let (status, body) = send(&gw, &denied).await;
+    assert_replay_refused(status, &body);
+    assert_eq!(bumps(&runtime).await, 1);
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_approval_sent_twice_at_once_runs_the_tool_once() {
+    let up = TestUpstream::start().await.unwrap();
+    bump_script(&up);
+    let (gw, runtime, _dir) = setup(&up).await;
+    let answer = paused_for_bump(&gw).await;
+
+    let (one, two) = tokio::join!(send(&gw, &answer), send(&gw, &answer));
+    let mut statuses = [one.0, two.0];
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 400], "{} {}", one.1, two.1);
+    let refused = if one.0 == 400 { &one.1 } else { &two.1 };
+    assert_replay_refused(400, refused);
+    assert_eq!(bumps(&runtime).await, 1);
+    runtime.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_approval_sent_to_two_instances_sharing_postgres_at_once_runs_the_tool_once() {
+    let schema = Schema::create().await;
+    let (up_a, up_b) = (
+        TestUpstream::start().await.unwrap(),
+        TestUpstream::start().await.unwrap(),
+    );
+    bump_script(&up_a);
+    answers(&up_b);
+    let (a, runtime_a, _dir_a) = setup_on(&up_a, Remote::default(), Some(&schema.url)).await;
+    let (b, runtime_b, _dir_b) = setup_on(&up_b, Remote::default(), Some(&schema.url)).await;
+    let answer = paused_for_bump(&a).await;
+
+    let (one, two) = tokio::join!(send(&a, &answer), send(&b, &answer));
+    let mut statuses = [one.0, two.0];
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 400], "{} {}", one.1, two.1);
+    // Each instance runs its own server process: the bumps of both together.
+    assert_eq!(bumps(&runtime_a).await + bumps(&runtime_b).await, 1);
+    // A replay on either instance, later, is refused too.
+    let (status, body) = send(&b, &answer).await;
+    assert_replay_refused(status, &body);
+    let (status, body) = send(&a, &answer).await;
+    assert_replay_refused(status, &body);
+    assert_eq!(bumps(&runtime_a).await + bumps(&runtime_b).await, 1);
+    runtime_a.shutdown().await;
+    runtime_b.shutdown().await;
+    schema.drop_now().await;
 }

@@ -1,6 +1,7 @@
 //! The `[[mcp_servers]]` tables of `toolbridge.toml` and the `--mcp NAME=COMMAND ARGS…` flag.
 
 use std::collections::{BTreeMap, HashSet};
+use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -16,7 +17,9 @@ pub struct McpServerConfig {
     pub command: Option<String>,
     #[serde(default)]
     pub args: Vec<String>,
-    /// stdio: extra environment variables for the server (added to toolbridge's own).
+    /// stdio: environment variables for the server, besides the few it inherits
+    /// ([`INHERITED_ENV`]). `${VAR}` in a value is replaced by toolbridge's variable `VAR` when
+    /// the server starts (`TOKEN = "${TOKEN}"` passes one variable on by name).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// stdio: the working folder (default: toolbridge's).
@@ -126,6 +129,12 @@ pub enum ConfigError {
         header: String,
         var: String,
     },
+    #[error("MCP server `{server}`: env `{key}` refers to `${{{var}}}`, which is not set")]
+    MissingEnvVar {
+        server: String,
+        key: String,
+        var: String,
+    },
     #[error("MCP server `{server}`: header `{header}` is not a valid HTTP header")]
     BadHeader { server: String, header: String },
 }
@@ -219,6 +228,52 @@ impl McpServerConfig {
                     })
             })
             .collect()
+    }
+}
+
+/// The variables of toolbridge's own environment that a stdio server inherits, besides those
+/// starting with `LC_`: what it needs to find programs (`PATH`), its user's files and caches
+/// (`HOME`: `npx` and `uvx` keep their downloads there), temporary files (`TMPDIR`), and the
+/// user's language and time zone. Nothing else reaches it: toolbridge's environment holds API
+/// keys (`OPENAI_API_KEY`, `[server] api_keys_env`, …) that are no server's business. A server
+/// that needs another variable gets it by name in its `env` entry (`VAR = "${VAR}"`).
+pub const INHERITED_ENV: [&str; 6] = ["PATH", "HOME", "TMPDIR", "LANG", "LANGUAGE", "TZ"];
+
+/// Whether a stdio server inherits toolbridge's variable `name` ([`INHERITED_ENV`] and `LC_*`).
+pub fn is_inherited(name: &OsStr) -> bool {
+    name.to_str()
+        .is_some_and(|name| INHERITED_ENV.contains(&name) || name.starts_with("LC_"))
+}
+
+impl McpServerConfig {
+    /// A stdio server's whole environment, given toolbridge's own (`parent`, e.g.
+    /// `std::env::vars_os()`): the inherited variables of `parent`, then the `env` entry with
+    /// `${VAR}` read from `parent` (an entry wins over an inherited variable of its name).
+    pub fn child_environment(
+        &self,
+        parent: impl IntoIterator<Item = (OsString, OsString)>,
+    ) -> Result<BTreeMap<OsString, OsString>, ConfigError> {
+        let parent: BTreeMap<OsString, OsString> = parent.into_iter().collect();
+        let lookup = |var: &str| {
+            parent
+                .get(OsStr::new(var))
+                .and_then(|v| v.to_str())
+                .map(str::to_owned)
+        };
+        let mut child: BTreeMap<OsString, OsString> = parent
+            .iter()
+            .filter(|(name, _)| is_inherited(name))
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect();
+        for (key, value) in &self.env {
+            let value = expand(value, &lookup).map_err(|var| ConfigError::MissingEnvVar {
+                server: self.name.clone(),
+                key: key.clone(),
+                var,
+            })?;
+            child.insert(key.into(), value.into());
+        }
+        Ok(child)
     }
 }
 
@@ -321,6 +376,54 @@ mod tests {
             validate_all(&[headers_on_stdio]),
             Err(ConfigError::HttpOnly(_))
         ));
+    }
+
+    fn vars(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs.iter().map(|(k, v)| (k.into(), v.into())).collect()
+    }
+
+    #[test]
+    fn a_stdio_server_inherits_only_the_listed_variables_and_its_env_entry() {
+        let mut c = McpServerConfig::stdio("s", "cmd", vec![]);
+        c.env
+            .insert("GITHUB_TOKEN".into(), "${GITHUB_TOKEN}".into());
+        c.env.insert("LOG".into(), "warn, $5 ${".into());
+        c.env.insert("HOME".into(), "/srv/home".into());
+        let parent = vars(&[
+            ("PATH", "/usr/bin"),
+            ("HOME", "/root"),
+            ("TMPDIR", "/var/tmp"),
+            ("LANG", "C.UTF-8"),
+            ("LC_ALL", "C"),
+            ("TZ", "UTC"),
+            ("OPENAI_API_KEY", "sk-secret"),
+            ("TOOLBRIDGE_API_KEYS", "sk-a,sk-b"),
+            ("KEY_A", "a"),
+            ("GITHUB_TOKEN", "gh-token"),
+            ("HTTPS_PROXY", "http://proxy"),
+        ]);
+        let child = c.child_environment(parent).unwrap();
+        let expected = vars(&[
+            ("GITHUB_TOKEN", "gh-token"),
+            ("HOME", "/srv/home"),
+            ("LANG", "C.UTF-8"),
+            ("LC_ALL", "C"),
+            ("LOG", "warn, $5 ${"),
+            ("PATH", "/usr/bin"),
+            ("TMPDIR", "/var/tmp"),
+            ("TZ", "UTC"),
+        ]);
+        assert_eq!(child.into_iter().collect::<Vec<_>>(), expected);
+
+        c.env.insert("X".into(), "${UNSET}".into());
+        assert_eq!(
+            c.child_environment(vars(&[])),
+            Err(ConfigError::MissingEnvVar {
+                server: "s".into(),
+                key: "GITHUB_TOKEN".into(),
+                var: "GITHUB_TOKEN".into()
+            })
+        );
     }
 
     #[test]

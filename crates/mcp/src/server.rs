@@ -182,8 +182,14 @@ impl Server {
         let transport = self.config.transport().map_err(|e| e.to_string())?;
         let (service, pid) = match transport {
             Transport::Stdio { command, args } => {
+                // Nothing of toolbridge's environment but the few inherited variables: it
+                // holds the gateway's and the providers' keys.
+                let env = self
+                    .config
+                    .child_environment(std::env::vars_os())
+                    .map_err(|e| e.to_string())?;
                 let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).envs(&self.config.env);
+                cmd.args(args).env_clear().envs(env);
                 if let Some(cwd) = &self.config.cwd {
                     cmd.current_dir(cwd);
                 }

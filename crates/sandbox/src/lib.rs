@@ -23,6 +23,7 @@ pub mod error;
 pub mod landlock;
 pub mod limits;
 pub mod paths;
+pub mod private;
 pub mod python;
 mod sandbox;
 pub mod setup;

@@ -71,6 +71,15 @@ fn hex_digit(nibble: u8) -> char {
     char::from(b"0123456789abcdef"[usize::from(nibble & 0x0f)])
 }
 
+/// The ids of a claim, sorted and without repeats: transactions that claim overlapping ids take
+/// their row locks in one order, so two of them never deadlock.
+fn claim_order(request_ids: &[String]) -> Vec<String> {
+    let mut ids = request_ids.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
 /// Unix seconds now (0 if the clock is before 1970).
 pub fn now() -> Unix {
     std::time::SystemTime::now()
@@ -204,8 +213,21 @@ pub trait Store: Send + Sync + 'static {
         message: &str,
     ) -> BoxFuture<'_, Result<u64, StoreError>>;
     /// Deletes the responses and files (content too) whose `expires_at < now`; returns how many
-    /// records (responses + files).
+    /// records (responses + files). The answered approvals of responses no longer stored go too.
     fn expire(&self, now: Unix) -> BoxFuture<'_, Result<u64, StoreError>>;
+
+    /// Records that the client answered the approval requests `request_ids` of the owner's
+    /// paused response `response_id`: all of them, or — when any was answered before — none.
+    /// Returns the ids answered before (empty: all are recorded now). Atomic in the database,
+    /// so an answer is used once however many requests carry it, sent one after the other or
+    /// at the same moment, to one instance or several. A deleted response's answers go with it.
+    fn claim_approvals(
+        &self,
+        owner: &str,
+        response_id: &str,
+        request_ids: &[String],
+        now: Unix,
+    ) -> BoxFuture<'_, Result<Vec<String>, StoreError>>;
 
     /// `expected_version` `None` creates (Conflict if the id exists, whoever owns it); `Some(v)`
     /// updates only if the owner's stored conversation has version `v` (else Conflict). Returns

@@ -1,7 +1,7 @@
 //! An in-process store for tests: the same rules as the databases (owner scoping, conflicts,
 //! versions, size bounds, recovery), nothing durable. Clones share one store.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
@@ -27,6 +27,8 @@ struct Inner {
     /// With the order they were first stored in, which breaks `created_at` ties when listing.
     files: HashMap<String, (u64, FileRecord, Bytes)>,
     next_seq: u64,
+    /// Answered approval requests: (owner, response id, request id).
+    answered: HashSet<(String, String, String)>,
 }
 
 impl MemoryStore {
@@ -89,6 +91,7 @@ impl Store for MemoryStore {
         let owned = inner.responses.get(id).is_some_and(|r| r.owner == owner);
         if owned {
             inner.responses.remove(id);
+            inner.answered.retain(|(_, response, _)| response != id);
         }
         Self::ready(Ok(owned))
     }
@@ -138,7 +141,36 @@ impl Store for MemoryStore {
         inner.responses.retain(|_, r| !expired(r.expires_at));
         inner.files.retain(|_, (_, f, _)| !expired(f.expires_at));
         let after = inner.responses.len() + inner.files.len();
+        let Inner {
+            responses,
+            answered,
+            ..
+        } = &mut *inner;
+        answered.retain(|(_, response, _)| responses.contains_key(response));
         Self::ready(Ok((before - after) as u64))
+    }
+
+    fn claim_approvals(
+        &self,
+        owner: &str,
+        response_id: &str,
+        request_ids: &[String],
+        _now: Unix,
+    ) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        let mut inner = self.lock();
+        let keys: Vec<(String, String, String)> = crate::claim_order(request_ids)
+            .into_iter()
+            .map(|id| (owner.to_owned(), response_id.to_owned(), id))
+            .collect();
+        let answered_before: Vec<String> = keys
+            .iter()
+            .filter(|key| inner.answered.contains(*key))
+            .map(|(_, _, id)| id.clone())
+            .collect();
+        if answered_before.is_empty() {
+            inner.answered.extend(keys);
+        }
+        Self::ready(Ok(answered_before))
     }
 
     fn put_conversation(

@@ -72,7 +72,19 @@ CREATE TABLE IF NOT EXISTS toolbridge_file_contents (
     id TEXT PRIMARY KEY NOT NULL,
     content BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS toolbridge_answered_approvals (
+    owner TEXT NOT NULL,
+    response_id TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    answered_at INTEGER NOT NULL,
+    PRIMARY KEY (owner, response_id, request_id)
+);
 ";
+
+/// Deletes the answered approvals of responses no longer stored.
+const ORPHAN_APPROVALS: &str = "DELETE FROM toolbridge_answered_approvals
+     WHERE NOT EXISTS (SELECT 1 FROM toolbridge_responses r
+                       WHERE r.id = toolbridge_answered_approvals.response_id)";
 
 /// A failure inside a blocking call: SQLite's or ours, so `?` works on both.
 struct Fail(StoreError);
@@ -334,11 +346,17 @@ impl Store for SqliteStore {
     fn delete_response(&self, owner: &str, id: &str) -> BoxFuture<'_, Result<bool, StoreError>> {
         let (owner, id) = (owner.to_owned(), id.to_owned());
         self.run(move |c| {
-            Ok(
-                c.prepare_cached("DELETE FROM toolbridge_responses WHERE id = ?1 AND owner = ?2")?
-                    .execute(params![id, owner])?
-                    > 0,
-            )
+            let tx = immediate(c)?;
+            let deleted = tx
+                .prepare_cached("DELETE FROM toolbridge_responses WHERE id = ?1 AND owner = ?2")?
+                .execute(params![id, owner])?
+                > 0;
+            tx.prepare_cached(
+                "DELETE FROM toolbridge_answered_approvals WHERE response_id = ?1 AND owner = ?2",
+            )?
+            .execute(params![id, owner])?;
+            tx.commit()?;
+            Ok(deleted)
         })
     }
 
@@ -423,8 +441,42 @@ impl Store for SqliteStore {
             let responses = tx
                 .prepare_cached("DELETE FROM toolbridge_responses WHERE expires_at < ?1")?
                 .execute([now])?;
+            tx.prepare_cached(ORPHAN_APPROVALS)?.execute([])?;
             tx.commit()?;
             Ok((files + responses) as u64)
+        })
+    }
+
+    fn claim_approvals(
+        &self,
+        owner: &str,
+        response_id: &str,
+        request_ids: &[String],
+        now: Unix,
+    ) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        let (owner, response_id) = (owner.to_owned(), response_id.to_owned());
+        let ids = crate::claim_order(request_ids);
+        self.run(move |c| {
+            // IMMEDIATE: a second claim waits for this one to commit, then finds its rows.
+            let tx = immediate(c)?;
+            let mut answered_before = Vec::new();
+            {
+                let mut claim = tx.prepare_cached(
+                    "INSERT INTO toolbridge_answered_approvals
+                         (owner, response_id, request_id, answered_at)
+                     VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+                )?;
+                for id in &ids {
+                    if claim.execute(params![owner, response_id, id, now])? == 0 {
+                        answered_before.push(id.clone());
+                    }
+                }
+            }
+            // All or none: dropping the transaction rolls the new rows back.
+            if answered_before.is_empty() {
+                tx.commit()?;
+            }
+            Ok(answered_before)
         })
     }
 

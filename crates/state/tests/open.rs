@@ -102,6 +102,11 @@ async fn the_default_sqlite_file_and_its_folders_are_created_owner_only_in_wal_m
     assert_eq!(mode(&dir.path().join("data")), 0o700);
     assert_eq!(mode(path.parent().unwrap()), 0o700);
     assert_eq!(mode(&path), 0o600);
+    // SQLite gives its -wal and -shm files (there while the store is open) the file's mode.
+    for file in ["state.sqlite3-wal", "state.sqlite3-shm"] {
+        let file = path.with_file_name(file);
+        assert_eq!(mode(&file), 0o600, "{}", file.display());
+    }
     // Bytes 18 and 19 of a SQLite header are 2 in WAL mode.
     let header = std::fs::read(&path).unwrap();
     assert_eq!((header[18], header[19]), (2, 2), "not in WAL mode");

@@ -43,6 +43,8 @@ every_backend!(
     expire_deletes_expired_rows_and_file_contents,
     file_size_cap,
     record_json_cap,
+    approvals_are_claimed_once_all_or_none,
+    two_instances_claiming_one_approval_at_once_one_wins,
 );
 
 fn conflict<T: std::fmt::Debug>(result: Result<T, StoreError>) {
@@ -560,4 +562,68 @@ async fn record_json_cap(b: &Backend) {
         .await
         .unwrap()
         .is_none());
+}
+
+fn ids(ids: &[&str]) -> Vec<String> {
+    ids.iter().map(|id| (*id).to_owned()).collect()
+}
+
+async fn approvals_are_claimed_once_all_or_none(b: &Backend) {
+    let s = &b.store;
+    s.put_response(&response("ada", "resp_1")).await.unwrap();
+    let claim = |owner: &'static str, response: &'static str, requests: &[&str]| {
+        s.claim_approvals(owner, response, &ids(requests), 1_000)
+    };
+    assert_eq!(claim("ada", "resp_1", &["mcpr_a"]).await.unwrap(), ids(&[]));
+    // Answered before: refused, sent alone or among others…
+    assert_eq!(
+        claim("ada", "resp_1", &["mcpr_a"]).await.unwrap(),
+        ids(&["mcpr_a"])
+    );
+    assert_eq!(
+        claim("ada", "resp_1", &["mcpr_c", "mcpr_a", "mcpr_b"])
+            .await
+            .unwrap(),
+        ids(&["mcpr_a"])
+    );
+    // …and then the others were not recorded: all or none.
+    assert_eq!(
+        claim("ada", "resp_1", &["mcpr_b", "mcpr_c", "mcpr_b"])
+            .await
+            .unwrap(),
+        ids(&[])
+    );
+    assert_eq!(
+        claim("ada", "resp_1", &["mcpr_b"]).await.unwrap(),
+        ids(&["mcpr_b"])
+    );
+    // Per response and per owner.
+    assert_eq!(claim("ada", "resp_2", &["mcpr_a"]).await.unwrap(), ids(&[]));
+    assert_eq!(claim("bob", "resp_1", &["mcpr_a"]).await.unwrap(), ids(&[]));
+
+    // A response's answers go with it: deleted, or expired (resp_2 is not stored).
+    assert!(s.delete_response("ada", "resp_1").await.unwrap());
+    s.expire(0).await.unwrap();
+    assert_eq!(claim("ada", "resp_1", &["mcpr_a"]).await.unwrap(), ids(&[]));
+    assert_eq!(claim("ada", "resp_2", &["mcpr_a"]).await.unwrap(), ids(&[]));
+    // bob has no response resp_1: the expiry took his answer too.
+    assert_eq!(claim("bob", "resp_1", &["mcpr_a"]).await.unwrap(), ids(&[]));
+}
+
+async fn two_instances_claiming_one_approval_at_once_one_wins(b: &Backend) {
+    let one = &b.store;
+    let two = b.another().await;
+    one.put_response(&response("ada", "resp_1")).await.unwrap();
+    for round in 0..20 {
+        let request = ids(&[&format!("mcpr_{round}")]);
+        let (first, second) = futures::join!(
+            one.claim_approvals("ada", "resp_1", &request, 1_000),
+            two.claim_approvals("ada", "resp_1", &request, 1_000),
+        );
+        let winners = [first.unwrap(), second.unwrap()]
+            .iter()
+            .filter(|answered_before| answered_before.is_empty())
+            .count();
+        assert_eq!(winners, 1, "round {round}");
+    }
 }

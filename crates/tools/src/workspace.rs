@@ -135,6 +135,11 @@ impl Workspace {
         }
         let path = root.join(conversation);
         let existed = path.exists();
+        // The root lists every conversation's folder: other users may pass through it (the
+        // sandbox's uid must reach a workspace) but not list it. A workspace keeps the usual
+        // mode: it is handed to the sandbox's uid, whose code writes there.
+        toolbridge_sandbox::private::create_dirs(root, toolbridge_sandbox::private::PASSAGE_MODE)
+            .map_err(io(root))?;
         std::fs::create_dir_all(&path).map_err(io(&path))?;
         // Cleaning removes marked folders, so only mark folders that are ours or empty.
         if existed
@@ -472,6 +477,19 @@ mod tests {
             std::fs::read_to_string(foreign.join("notes.txt")).unwrap(),
             "mine"
         );
+    }
+
+    #[test]
+    fn the_workspaces_root_is_made_searchable_but_not_listable_by_others() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("data/workspaces");
+        let ws = Workspace::open(&root, "c1").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&root), 0o711);
+        assert_eq!(mode(&tmp.path().join("data")), 0o711);
+        // Others (the sandbox's uid) still reach a workspace they know the name of.
+        assert_ne!(mode(ws.path()) & 0o001, 0);
     }
 
     #[test]

@@ -104,6 +104,24 @@ async fn sqlite_store_is_created_on_first_use_in_wal_mode() {
 }
 
 #[tokio::test]
+async fn sqlite_memory_files_and_their_folder_are_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data/memories/memory.sqlite3");
+    let store = SqliteStore::new(path.clone());
+    store.add(fact("ada", "likes tea", None)).await.unwrap();
+    // Checked while the store is open: its -wal and -shm files exist until the last handle closes.
+    for file in ["memory.sqlite3", "memory.sqlite3-wal", "memory.sqlite3-shm"] {
+        let file = path.with_file_name(file);
+        assert_eq!(mode(&file), 0o600, "{}", file.display());
+    }
+    assert_eq!(mode(&dir.path().join("data")), 0o700);
+    assert_eq!(mode(path.parent().unwrap()), 0o700);
+    drop(store);
+}
+
+#[tokio::test]
 async fn postgres_store() {
     let store = open_store(Some(&postgres_url())).unwrap();
     exercise(store).await;

@@ -133,7 +133,9 @@ pub fn run(args: Args, color: ColorChoice) -> anyhow::Result<ExitCode> {
     report_outputs(&workspace.take_outputs());
     if let Some(path) = &args.transcript {
         let json = serde_json::to_string_pretty(&state).context("encoding the transcript")?;
-        std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
+        // The whole conversation: owner-only, like every file of users' data.
+        toolbridge_sandbox::private::write(path, json)
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(ExitCode::from(exit_code(state.outcome)))
 }

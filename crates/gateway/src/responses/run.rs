@@ -151,13 +151,14 @@ pub(crate) async fn prepare(
         .unwrap_or_else(|| ids::new("ws"));
     let container = format!("cntr_{}", workspace_key.trim_start_matches("ws_"));
 
-    // Approval answers name the request item, whose id is made from the call's.
-    let approved: HashSet<String> = request
-        .approvals
-        .iter()
-        .filter(|(_, yes)| *yes)
-        .filter_map(|(id, _)| id.strip_prefix(APPROVAL_PREFIX).map(str::to_owned))
-        .collect();
+    let paused = match previous.as_ref().and_then(|p| p.run.clone()) {
+        Some(stored) => Some(read_paused(stored)?),
+        None => None,
+    };
+    // Approvals count only for the calls the paused run waits for: an answer carried into
+    // any other request approves nothing (a later call that happens to reuse the id included).
+    let answers = Answers::of(&request, paused.as_ref());
+    let approved = answers.approved.clone();
     let spec = RunSpec {
         model: request.model.clone(),
         hosted: request.hosted.clone(),
@@ -180,19 +181,20 @@ pub(crate) async fn prepare(
     }
 
     let mut resumed = Vec::new();
-    let machine = match previous.as_ref().and_then(|p| p.run.clone()) {
-        Some(stored) => {
+    let machine = match (paused, &previous) {
+        (Some(paused), Some(previous)) => {
             let (machine, approved_calls) = resume_machine(
-                stored,
+                paused,
                 &request,
                 run.agent.toolbox_config(),
                 &run.plan,
-                &run.approved,
+                &answers,
             )?;
+            claim_answers(store.as_ref(), owner, &previous.id, &answers).await?;
             resumed = approved_calls;
             machine
         }
-        None => {
+        _ => {
             let mut history: Vec<Message> = earlier_context
                 .and_then(|c| serde_json::from_value(c["messages"].clone()).ok())
                 .unwrap_or_default();
@@ -256,26 +258,95 @@ fn memory_user(owner: &str, user: Option<&str>) -> String {
     }
 }
 
+/// The run a stored response paused.
+fn read_paused(run: Value) -> Result<RunMachine, ApiError> {
+    serde_json::from_value(run).map_err(|e| {
+        tracing::error!(error = %e, "responses: a stored run does not read back");
+        ApiError::internal()
+    })
+}
+
+/// The client's answers to the approval requests of the paused run it resumes, by call id
+/// (an approval request item is named after its call: [`APPROVAL_PREFIX`] and the call id).
+#[derive(Default)]
+struct Answers {
+    approved: HashSet<String>,
+    denied: HashSet<String>,
+}
+
+impl Answers {
+    /// The request's answers to calls `paused` waits for; none without a paused run.
+    fn of(request: &ResponsesRequest, paused: Option<&RunMachine>) -> Answers {
+        let Some(paused) = paused else {
+            return Answers::default();
+        };
+        let waiting: HashSet<String> = paused.pending_calls().into_iter().map(|c| c.id).collect();
+        let mut answers = Answers::default();
+        for (request_id, yes) in &request.approvals {
+            let Some(call) = request_id.strip_prefix(APPROVAL_PREFIX) else {
+                continue;
+            };
+            if waiting.contains(call) {
+                let side = if *yes {
+                    &mut answers.approved
+                } else {
+                    &mut answers.denied
+                };
+                side.insert(call.to_owned());
+            }
+        }
+        answers
+    }
+
+    /// The approval request items answered, by their ids.
+    fn request_ids(&self) -> Vec<String> {
+        self.approved
+            .iter()
+            .chain(&self.denied)
+            .map(|call| format!("{APPROVAL_PREFIX}{call}"))
+            .collect()
+    }
+}
+
+/// Marks the answers used, in the store, before any approved call runs: a replayed answer, or
+/// the same answer sent twice at once (to this instance or another), is refused here, so an
+/// approved call runs once. A denial is used up too: it cannot be turned into an approval.
+async fn claim_answers(
+    store: &dyn toolbridge_state::Store,
+    owner: &str,
+    paused_response: &str,
+    answers: &Answers,
+) -> Result<(), ApiError> {
+    let request_ids = answers.request_ids();
+    if request_ids.is_empty() {
+        return Ok(());
+    }
+    let answered_before = store
+        .claim_approvals(
+            owner,
+            paused_response,
+            &request_ids,
+            toolbridge_state::now(),
+        )
+        .await
+        .map_err(store_error)?;
+    if answered_before.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::approval_already_answered(&answered_before))
+    }
+}
+
 /// A paused run given what the client sent for every call it waits for: a function's output,
 /// or the answer to an MCP call's approval request. Denied calls get the protocol's denial;
 /// approved ones stay waiting and run when the run is driven (returned, to be shown).
 fn resume_machine(
-    run: Value,
+    mut machine: RunMachine,
     request: &ResponsesRequest,
     toolbox: ToolboxConfig,
     plan: &Plan,
-    approved: &HashSet<String>,
+    answers: &Answers,
 ) -> Result<(RunMachine, Vec<toolbridge_protocol::types::ToolCall>), ApiError> {
-    let mut machine: RunMachine = serde_json::from_value(run).map_err(|e| {
-        tracing::error!(error = %e, "responses: a stored run does not read back");
-        ApiError::internal()
-    })?;
-    let denied: HashSet<String> = request
-        .approvals
-        .iter()
-        .filter(|(_, yes)| !*yes)
-        .filter_map(|(id, _)| id.strip_prefix(APPROVAL_PREFIX).map(str::to_owned))
-        .collect();
     let mut supplied = Vec::new();
     let mut running = Vec::new();
     for call in machine.pending_calls() {
@@ -290,7 +361,7 @@ fn resume_machine(
                     transient: false,
                 },
             ));
-        } else if denied.contains(&call.id) {
+        } else if answers.denied.contains(&call.id) {
             supplied.push((
                 call.id.clone(),
                 CallResult::note(
@@ -298,7 +369,7 @@ fn resume_machine(
                     toolbridge_protocol::texts::APPROVAL_DENIED,
                 ),
             ));
-        } else if approved.contains(&call.id) {
+        } else if answers.approved.contains(&call.id) {
             running.push(call);
         } else if plan.needs_approval.contains(&call.name) {
             return Err(ApiError::bad_param(

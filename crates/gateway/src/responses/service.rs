@@ -139,7 +139,16 @@ impl Service {
             .get_or_try_init(|| async {
                 let path = match (&self.state.path, toolbridge_sandbox::paths::data_dir()) {
                     (Some(path), _) => path.clone(),
-                    (None, Some(dir)) => dir.join("state.sqlite3"),
+                    (None, Some(dir)) => {
+                        // The data folder also leads to the workspaces: made a passage (0711),
+                        // not the private folder the store makes for a file of its own.
+                        toolbridge_sandbox::private::create_dirs(
+                            &dir,
+                            toolbridge_sandbox::private::PASSAGE_MODE,
+                        )
+                        .map_err(|e| StoreError::Database(format!("{}: {e}", dir.display())))?;
+                        dir.join("state.sqlite3")
+                    }
                     (None, None) => return Err(StoreError::Config(
                         "no data folder (HOME and XDG_DATA_HOME are unset): set server.state.path"
                             .into(),

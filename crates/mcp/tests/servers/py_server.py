@@ -3,13 +3,16 @@
 Tools: add, fail (raises: the result has isError), slow (sleeps), image (a 1x1 PNG), crash (the
 process exits mid-call), add_tool (registers `multiply` at runtime and sends
 notifications/tools/list_changed), pid (the server's process id), read_note, write_note (no annotations), erase_note (annotated
-destructiveHint), header (a header of the HTTP request that made the call). The tools that change
+destructiveHint), header (a header of the HTTP request that made the call), environment (the
+server's environment variables, as a JSON object), bump (adds one to a counter: a side effect
+to count), bumps (the counter). The tools that change
 nothing are annotated readOnlyHint. Runs over stdio, or with `http PORT` over streamable HTTP at
 http://127.0.0.1:PORT/mcp.
 """
 
 import asyncio
 import base64
+import json
 import os
 import sys
 
@@ -111,6 +114,28 @@ def weird() -> str:
 def header(name: str, ctx: Context) -> str:
     """The value of a header of the HTTP request that made this call ("" over stdio)."""
     return (ctx.headers or {}).get(name.lower(), "")
+
+
+@server.tool(annotations=READ_ONLY)
+def environment() -> str:
+    """The server's environment variables, as a JSON object."""
+    return json.dumps(dict(os.environ))
+
+
+BUMPS = [0]
+
+
+@server.tool()
+def bump() -> str:
+    """Add one to the counter (a side effect; no annotations)."""
+    BUMPS[0] += 1
+    return str(BUMPS[0])
+
+
+@server.tool(annotations=READ_ONLY)
+def bumps() -> str:
+    """How many times bump ran."""
+    return str(BUMPS[0])
 
 
 if __name__ == "__main__":

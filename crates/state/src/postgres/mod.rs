@@ -78,6 +78,13 @@ CREATE TABLE IF NOT EXISTS toolbridge_file_contents (
     id TEXT PRIMARY KEY,
     content BYTEA NOT NULL
 );
+CREATE TABLE IF NOT EXISTS toolbridge_answered_approvals (
+    owner TEXT NOT NULL,
+    response_id TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    answered_at BIGINT NOT NULL,
+    PRIMARY KEY (owner, response_id, request_id)
+);
 ";
 
 /// An arbitrary constant for the schema's advisory lock ("tbstate").
@@ -251,13 +258,22 @@ impl Store for PostgresStore {
         let (owner, id) = (owner.to_owned(), id.to_owned());
         self.with(move |conn| {
             Box::pin(async move {
-                Ok(conn
-                    .execute(
-                        "DELETE FROM toolbridge_responses WHERE id = $1 AND owner = $2",
+                // One statement, so a response's answered approvals go exactly when it does.
+                let deleted: i64 = conn
+                    .query_one(
+                        "WITH gone AS (
+                             DELETE FROM toolbridge_responses WHERE id = $1 AND owner = $2
+                             RETURNING id
+                         ), answers AS (
+                             DELETE FROM toolbridge_answered_approvals
+                             WHERE response_id = $1 AND owner = $2
+                         )
+                         SELECT count(*) FROM gone",
                         &[&id, &owner],
                     )
                     .await?
-                    > 0)
+                    .try_get(0)?;
+                Ok(deleted > 0)
             })
         })
     }
@@ -355,7 +371,54 @@ impl Store for PostgresStore {
                         &[&now],
                     )
                     .await?;
+                conn.execute(
+                    "DELETE FROM toolbridge_answered_approvals a
+                     WHERE NOT EXISTS (SELECT 1 FROM toolbridge_responses r
+                                       WHERE r.id = a.response_id)",
+                    &[],
+                )
+                .await?;
                 Ok(u64::try_from(files).unwrap_or(0) + responses)
+            })
+        })
+    }
+
+    fn claim_approvals(
+        &self,
+        owner: &str,
+        response_id: &str,
+        request_ids: &[String],
+        now: Unix,
+    ) -> BoxFuture<'_, Result<Vec<String>, StoreError>> {
+        let (owner, response_id) = (owner.to_owned(), response_id.to_owned());
+        let ids = crate::claim_order(request_ids);
+        self.with(move |conn| {
+            Box::pin(async move {
+                // A concurrent claim of the same row waits on its key until this transaction
+                // ends, then inserts nothing (ON CONFLICT DO NOTHING).
+                let claim = conn
+                    .prepare(
+                        "INSERT INTO toolbridge_answered_approvals
+                             (owner, response_id, request_id, answered_at)
+                         SELECT $1, $2, request_id, $4 FROM unnest($3::text[]) AS request_id
+                         ON CONFLICT DO NOTHING
+                         RETURNING request_id",
+                    )
+                    .await?;
+                let tx = conn.client.transaction().await?;
+                let claimed: Vec<String> = tx
+                    .query(&claim, &[&owner, &response_id, &ids, &now])
+                    .await?
+                    .iter()
+                    .map(|row| row.try_get(0))
+                    .collect::<Result<_, _>>()?;
+                let answered_before: Vec<String> =
+                    ids.into_iter().filter(|id| !claimed.contains(id)).collect();
+                // All or none: dropping the transaction rolls the new rows back.
+                if answered_before.is_empty() {
+                    tx.commit().await?;
+                }
+                Ok(answered_before)
             })
         })
     }

@@ -5,12 +5,16 @@
 //! SQLite's journal means an interrupted write never corrupts the file. (`NORMAL` with WAL would
 //! survive a killed process too but may lose the last transactions on power loss.) Several
 //! processes may share the file: writers wait up to 5 s for each other (`busy_timeout`).
+//!
+//! The file is owner-only (0600), and so are the folders made for it, except on the way to the
+//! workspaces (see [`toolbridge_sandbox::private`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use rusqlite::{params, Connection, OptionalExtension};
+use toolbridge_sandbox::private;
 
 use super::{now, Memory, MemoryError, MemoryStore, NewMemory, ACTIVE, SUPERSEDED};
 
@@ -49,9 +53,13 @@ impl SqliteStore {
     }
 
     fn open(path: &Path) -> Result<Connection, MemoryError> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)?;
-        }
+        // Created here, owner-only from the start, rather than by SQLite with the umask's mode
+        // (SQLite gives the -wal and -shm files the database file's mode).
+        private::create_parent(path)?;
+        private::file_options()
+            .create(true)
+            .append(true)
+            .open(path)?;
         let conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;

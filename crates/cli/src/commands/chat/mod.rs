@@ -137,9 +137,9 @@ pub fn run(args: Args, color: ColorChoice) -> anyhow::Result<ExitCode> {
         report_outputs(&workspace.take_outputs());
     }
     if let Some(h) = &history {
-        if let Some(dir) = h.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
+        // rustyline creates the file owner-only; its folder is made private (or a passage,
+        // when it is the data folder).
+        let _ = toolbridge_sandbox::private::create_parent(h);
         let _ = editor.save_history(h);
     }
     session.shutdown();

@@ -24,7 +24,9 @@ pub fn save(path: &Path, model: &str, messages: &[Message]) -> anyhow::Result<()
             path.display()
         ),
     };
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    // The whole conversation: owner-only, like every file of users' data.
+    toolbridge_sandbox::private::write(path, text)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// The conversation for reading: who said what, tool calls and results in code blocks. The
