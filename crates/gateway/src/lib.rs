@@ -29,6 +29,7 @@
 
 mod access;
 mod auth;
+mod body;
 mod browser;
 mod chunks;
 mod completion;

@@ -5,15 +5,15 @@
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{header, HeaderMap};
+use axum::http::HeaderMap;
 use bytes::Bytes;
-use futures::FutureExt;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use rand::distr::{Alphanumeric, SampleString};
 use serde_json::Value;
 use toolbridge_protocol::types::{ChatRequest, ToolChoice};
 use toolbridge_protocol::validate::validate_tools;
 
+use crate::body::{announced_length, BodyCut};
 use crate::config::Limits;
 use crate::depth::check_depth;
 use crate::error::ApiError;
@@ -27,33 +27,25 @@ pub(crate) struct ClientRequest {
 }
 
 /// Reads the body: at most `body_limit` bytes (413 beyond, whether announced by
-/// `Content-Length` or found while reading a chunked body) within `body_read_timeout` (408).
+/// `Content-Length` or found while reading a chunked body). Its time limit is the body guard's
+/// ([`crate::body`]), which every body is read through.
 pub(crate) async fn read_body(
     body: Body,
     headers: &HeaderMap,
     limits: &Limits,
 ) -> Result<Bytes, ApiError> {
-    let announced = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if announced.is_some_and(|n| n > limits.body_limit as u64) {
+    if announced_length(headers).is_some_and(|n| n > limits.body_limit as u64) {
         return Err(ApiError::too_large(limits.body_limit));
     }
-    let mut collect = std::pin::pin!(Limited::new(body, limits.body_limit).collect());
-    // A small body usually arrived with the head: then no timer is needed (arming one costs a
-    // wake-up of the runtime's driver on every request).
-    let read = match (&mut collect).now_or_never() {
-        Some(read) => read,
-        None => tokio::time::timeout(limits.body_read_timeout, collect)
-            .await
-            .map_err(|_| ApiError::body_timeout())?,
-    };
-    match read {
+    match Limited::new(body, limits.body_limit).collect().await {
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
             Err(ApiError::too_large(limits.body_limit))
         }
-        Err(_) => Err(ApiError::bad_request("The request body could not be read.")),
+        Err(e) => Err(match BodyCut::find(e.as_ref()) {
+            Some(BodyCut::TimedOut) => ApiError::body_timeout(),
+            Some(BodyCut::TooLarge) => ApiError::too_large(limits.body_limit),
+            None => ApiError::bad_request("The request body could not be read."),
+        }),
         Ok(collected) => Ok(collected.to_bytes()),
     }
 }

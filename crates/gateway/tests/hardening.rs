@@ -264,6 +264,64 @@ async fn a_slow_body_gets_408() {
     assert!(text.contains("\"request_timeout\""));
 }
 
+/// A raw POST whose body stops short of its `Content-Length`, then drips one byte every 100 ms;
+/// gives what the server answered (read until it closes or 5 s pass).
+async fn post_dripping(addr: SocketAddr, path: &str, content_type: &str, start: &[u8]) -> String {
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut read, mut write) = stream.into_split();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {content_type}\r\nContent-Length: 100000\r\n\r\n"
+    );
+    write.write_all(head.as_bytes()).await.unwrap();
+    write.write_all(start).await.unwrap();
+    let drip = tokio::spawn(async move {
+        for _ in 0..50 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if write.write_all(b"x").await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut buf = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), read.read_to_end(&mut buf)).await;
+    drip.abort();
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+#[tokio::test]
+async fn slow_bodies_on_every_route_get_408_uploads_included() {
+    let config = ServerConfig {
+        body_read_timeout_secs: 0.3,
+        upload_progress_timeout_secs: 0.5,
+        ..server_config()
+    };
+    let gw = start(config, vec![]).await;
+    for path in ["/v1/conversations", "/v1/conversations/conv_1"] {
+        let text = post_dripping(gw.addr(), path, "application/json", b"{\"metadata\":").await;
+        assert!(text.starts_with("HTTP/1.1 408"), "{path}: {text:?}");
+        assert!(text.contains("\"request_timeout\""), "{path}: {text:?}");
+    }
+    // A byte every 100 ms is no progress for an upload: it is cut after one period too.
+    let multipart =
+        b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\n";
+    let text = post_dripping(
+        gw.addr(),
+        "/v1/files",
+        "multipart/form-data; boundary=b",
+        multipart,
+    )
+    .await;
+    assert!(text.starts_with("HTTP/1.1 408"), "{text:?}");
+    assert!(text.contains("\"request_timeout\""), "{text:?}");
+    // The server still answers.
+    let health = http()
+        .get(format!("http://{}/healthz", gw.addr()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+}
+
 #[tokio::test]
 async fn connections_past_the_cap_wait() {
     let config = ServerConfig {

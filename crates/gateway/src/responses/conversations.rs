@@ -51,17 +51,25 @@ fn body_json(bytes: &[u8]) -> Result<Value, ApiError> {
     }
 }
 
+/// A conversation request's body: JSON, read within the body limits.
+async fn read_json(
+    state: &AppState,
+    headers: &axum::http::HeaderMap,
+    body: axum::body::Body,
+) -> Result<Value, ApiError> {
+    crate::browser::check_json_body(headers)?;
+    let bytes = crate::request::read_body(body, headers, &state.limits).await?;
+    body_json(&bytes)
+}
+
 /// `POST /v1/conversations`: `{"items": [...], "metadata": {...}}`, both optional.
 pub(crate) async fn create(
     State(state): State<Arc<AppState>>,
     Extension(User(owner)): Extension<User>,
     headers: axum::http::HeaderMap,
-    body: axum::body::Bytes,
+    body: axum::body::Body,
 ) -> Response {
-    if let Err(e) = crate::browser::check_json_body(&headers) {
-        return e.into_response();
-    }
-    let body = match body_json(&body) {
+    let body = match read_json(&state, &headers, body).await {
         Ok(b) => b,
         Err(e) => return e.into_response(),
     };
@@ -126,12 +134,12 @@ pub(crate) async fn update(
     Extension(User(owner)): Extension<User>,
     Path(id): Path<String>,
     headers: axum::http::HeaderMap,
-    body: axum::body::Bytes,
+    body: axum::body::Body,
 ) -> Response {
-    if let Err(e) = crate::browser::check_json_body(&headers) {
-        return e.into_response();
-    }
-    let metadata = match body_json(&body).and_then(|b| metadata_of(&b)) {
+    let metadata = match read_json(&state, &headers, body)
+        .await
+        .and_then(|b| metadata_of(&b))
+    {
         Ok(m) => m,
         Err(e) => return e.into_response(),
     };
