@@ -138,7 +138,12 @@ pub(crate) async fn guard(
 }
 
 fn too_large(limits: BodyLimits) -> ApiError {
-    ApiError::too_large(usize::try_from(limits.max_bytes).unwrap_or(usize::MAX))
+    let error = ApiError::too_large(usize::try_from(limits.max_bytes).unwrap_or(usize::MAX));
+    match limits.clock {
+        // What is too large in an upload is its file.
+        Clock::Progress(_) => error.with_param("file"),
+        Clock::Whole(_) => error,
+    }
 }
 
 /// The `Content-Length` a request announces.

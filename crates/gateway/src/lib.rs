@@ -34,6 +34,7 @@ mod browser;
 mod chunks;
 mod completion;
 mod config;
+mod decode;
 mod depth;
 mod error;
 mod messages;

@@ -15,6 +15,7 @@ use toolbridge_protocol::validate::validate_tools;
 
 use crate::body::{announced_length, BodyCut};
 use crate::config::Limits;
+use crate::decode::from_json;
 use crate::depth::check_depth;
 use crate::error::ApiError;
 
@@ -57,8 +58,7 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ClientRequest, ApiE
             "The JSON body is nested more than {limit} levels deep."
         ))
     })?;
-    let mut request: ChatRequest = serde_json::from_slice(bytes)
-        .map_err(|e| ApiError::bad_request(format!("Invalid request body: {e}")))?;
+    let mut request: ChatRequest = from_json(bytes).map_err(|e| e.to_openai())?;
     if request.model.is_empty() {
         return Err(ApiError::bad_param("model", "`model` is required."));
     }

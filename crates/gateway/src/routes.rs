@@ -129,6 +129,8 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
             state.clone(),
             crate::body::guard,
         ))
+        // Every error answer is JSON: the ones axum makes itself are re-rendered.
+        .layer(middleware::from_fn(crate::error::json_errors))
         .layer(middleware::from_fn(crate::messages::error::reshape))
         // Outermost: refused requests get their line too, with the status the client saw.
         .layer(middleware::from_fn(crate::access::log))

@@ -323,6 +323,76 @@ async fn slow_bodies_on_every_route_get_408_uploads_included() {
 }
 
 #[tokio::test]
+async fn every_error_answer_is_json_with_the_field_named() {
+    let up = TestUpstream::start().await.unwrap();
+    let gw = start(server_config(), vec![single("local", &up, "prompt")]).await;
+    let client = http();
+    let base = format!("http://{}", gw.addr());
+
+    // Not multipart: axum's rejection was plain text.
+    let res = client
+        .post(format!("{base}/v1/files"))
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 400);
+    assert_eq!(error_of(res).await.error.param.as_deref(), Some("file"));
+
+    // A query value of the wrong type: serde's text, plain, before.
+    for path in [
+        "/v1/files?limit=-1",
+        "/v1/responses/resp_1/input_items?limit=x",
+    ] {
+        let res = client.get(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(res.status(), 400, "{path}");
+        assert_eq!(
+            error_of(res).await.error.param.as_deref(),
+            Some("limit"),
+            "{path}"
+        );
+    }
+
+    // A path that is not UTF-8 once decoded, and a missing page of the web UI.
+    for path in ["/v1/files/%FF", "/ui/missing.js"] {
+        let res = client.get(format!("{base}{path}")).send().await.unwrap();
+        assert!(res.status().is_client_error(), "{path}");
+        error_of(res).await;
+    }
+
+    // An upload announcing 10 GB: 413 before a byte of it is read (400 before).
+    let mut s = TcpStream::connect(gw.addr()).await.unwrap();
+    s.write_all(b"POST /v1/files HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 10000000000\r\n\r\n--b\r\n")
+        .await
+        .unwrap();
+    let (text, _) = read_all(&mut s, Duration::from_secs(3)).await;
+    assert!(text.starts_with("HTTP/1.1 413"), "{text:?}");
+    let body: Value = serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(body["error"]["param"], "file", "{body}");
+    assert_eq!(body["error"]["code"], "request_too_large", "{body}");
+
+    // A body field of the wrong type is named, not told by line and column only.
+    for (body, param) in [
+        (
+            json!({"model": "local", "messages": [{"role": "user", "content": "x"}], "temperature": "hot"}),
+            "temperature",
+        ),
+        (
+            json!({"model": "local", "messages": [{"role": "user", "content": "x"}, {"role": "user", "content": 5}]}),
+            "messages[1]",
+        ),
+    ] {
+        let res = post(&client, &gw, &body).await;
+        assert_eq!(res.status(), 400, "{body}");
+        let error = error_of(res).await.error;
+        assert_eq!(error.param.as_deref(), Some(param), "{body}");
+        assert!(error.message.contains(param), "{}", error.message);
+    }
+    assert!(up.requests().is_empty());
+}
+
+#[tokio::test]
 async fn connections_past_the_cap_wait() {
     let config = ServerConfig {
         max_connections: 1,

@@ -41,6 +41,7 @@ use toolbridge_providers::anthropic::CLIENT_THINKING_FIELD;
 
 use super::server_blocks::{self, ServerTool};
 use crate::config::Limits;
+use crate::decode::from_json;
 use crate::depth::check_depth;
 use crate::error::ApiError;
 
@@ -212,8 +213,7 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<MessagesRequest, Ap
             "The JSON body is nested more than {limit} levels deep."
         ))
     })?;
-    let wire: Wire = serde_json::from_slice(bytes)
-        .map_err(|e| ApiError::bad_request(format!("Invalid request body: {e}")))?;
+    let wire: Wire = from_json(bytes).map_err(|e| e.to_anthropic())?;
     if wire.model.is_empty() {
         return Err(ApiError::bad_param("model", "model: Field required"));
     }

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use toolbridge_state::{ConversationRecord, StoreError};
 
 use super::{ids, json_response, request, ListQuery};
+use crate::decode::Query;
 use crate::error::ApiError;
 use crate::routes::User;
 use crate::state::AppState;
@@ -43,11 +44,12 @@ fn body_json(bytes: &[u8]) -> Result<Value, ApiError> {
     if bytes.is_empty() {
         return Ok(json!({}));
     }
-    match serde_json::from_slice::<Value>(bytes) {
+    match crate::decode::unique_value(bytes) {
         Ok(v @ Value::Object(_)) => Ok(v),
-        _ => Err(ApiError::bad_request(
+        Ok(_) => Err(ApiError::bad_request(
             "The request body must be a JSON object.",
         )),
+        Err(e) => Err(e.to_openai()),
     }
 }
 

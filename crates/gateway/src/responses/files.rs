@@ -10,7 +10,8 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Multipart, Path, Query, State};
+use axum::extract::multipart::MultipartRejection;
+use axum::extract::{Multipart, Path, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
@@ -19,6 +20,7 @@ use serde_json::{json, Value};
 use toolbridge_state::{FileFilter, FileRecord, StoreError};
 
 use super::json_response;
+use crate::decode::Query;
 use crate::error::ApiError;
 use crate::routes::User;
 use crate::state::AppState;
@@ -121,8 +123,19 @@ pub(crate) fn display_name(name: &str) -> String {
 pub(crate) async fn upload(
     State(state): State<Arc<AppState>>,
     Extension(User(owner)): Extension<User>,
-    mut multipart: Multipart,
+    multipart: Result<Multipart, MultipartRejection>,
 ) -> Response {
+    let mut multipart = match multipart {
+        Ok(m) => m,
+        Err(_) => {
+            return ApiError::bad_param(
+                "file",
+                "The body must be multipart/form-data (Content-Type with a boundary) holding \
+                 'file' and 'purpose'.",
+            )
+            .into_response()
+        }
+    };
     let max = state.responses.max_file_bytes();
     let mut purpose = None;
     let mut file: Option<(String, Vec<u8>)> = None;
@@ -131,8 +144,11 @@ pub(crate) async fn upload(
             Ok(Some(f)) => f,
             Ok(None) => break,
             Err(e) => {
-                return ApiError::bad_request(format!("The multipart body could not be read: {e}."))
-                    .into_response()
+                return ApiError::bad_param(
+                    "file",
+                    format!("The multipart body could not be read: {e}."),
+                )
+                .into_response()
             }
         };
         match field.name() {
@@ -160,9 +176,10 @@ pub(crate) async fn upload(
                         }
                         Ok(None) => break,
                         Err(e) => {
-                            return ApiError::bad_request(format!(
-                                "The upload could not be read: {e}."
-                            ))
+                            return ApiError::bad_param(
+                                "file",
+                                format!("The upload could not be read: {e}."),
+                            )
                             .into_response()
                         }
                     }

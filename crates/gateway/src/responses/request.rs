@@ -95,11 +95,8 @@ const KNOWN_IGNORED: &[&str] = &[
 
 /// Decodes a request body (already checked for size and depth).
 pub(crate) fn decode(bytes: &[u8]) -> Result<ResponsesRequest, ApiError> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
-        ApiError::bad_request(format!(
-            "We could not parse the JSON body of your request. ({e})"
-        ))
-    })?;
+    // A key given twice is refused: which of the two a server reads is anyone's guess.
+    let value = crate::decode::unique_value(bytes).map_err(|e| e.to_openai())?;
     let Value::Object(mut body) = value else {
         return Err(ApiError::bad_request(
             "The request body must be a JSON object.",
