@@ -44,6 +44,7 @@ mod rate;
 mod request;
 mod responses;
 mod routes;
+mod schema;
 mod server;
 mod state;
 mod stream;

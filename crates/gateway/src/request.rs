@@ -18,6 +18,7 @@ use crate::config::Limits;
 use crate::decode::from_json;
 use crate::depth::check_depth;
 use crate::error::ApiError;
+use crate::schema::check_properties;
 
 /// A parsed chat completion request and what it asks of the response's form.
 pub(crate) struct ClientRequest {
@@ -78,6 +79,11 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ClientRequest, ApiE
     }
     // Names and schemas go into prompt-mode system prompts: only what OpenAI accepts.
     validate_tools(&request.tools).map_err(|e| ApiError::bad_param(e.param(), e.message))?;
+    for (i, tool) in request.tools.iter().enumerate() {
+        if let Some(parameters) = &tool.parameters {
+            check_properties(parameters, &format!("tools[{i}].function.parameters"))?;
+        }
+    }
     if let Some(ToolChoice::Named(name)) = &request.tool_choice {
         if !request.tools.iter().any(|t| &t.name == name) {
             return Err(ApiError::bad_param(
@@ -88,11 +94,25 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ClientRequest, ApiE
     }
     // The gateway answers for these itself: streaming to the upstream is the provider's choice,
     // and usage is always requested upstream and passed on only when the client asked for it.
-    let include_usage = request
-        .extra
-        .remove("stream_options")
-        .and_then(|o| o.get("include_usage").and_then(Value::as_bool))
-        .unwrap_or(false);
+    let include_usage = match request.extra.remove("stream_options") {
+        None | Some(Value::Null) => false,
+        Some(Value::Object(options)) => match options.get("include_usage") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                return Err(ApiError::bad_param(
+                    "stream_options.include_usage",
+                    "Invalid type for 'stream_options.include_usage': expected a boolean.",
+                ))
+            }
+        },
+        Some(_) => {
+            return Err(ApiError::bad_param(
+                "stream_options",
+                "Invalid type for 'stream_options': expected an object.",
+            ))
+        }
+    };
     let stream = std::mem::take(&mut request.stream);
     Ok(ClientRequest {
         request,

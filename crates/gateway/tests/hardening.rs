@@ -393,6 +393,39 @@ async fn every_error_answer_is_json_with_the_field_named() {
 }
 
 #[tokio::test]
+async fn invalid_chat_requests_get_a_400_naming_the_field() {
+    let up = TestUpstream::start().await.unwrap();
+    let gw = start(server_config(), vec![single("local", &up, "prompt")]).await;
+    let client = http();
+    let mut bad_properties = time_tool();
+    bad_properties["function"]["parameters"]["properties"] = json!(5);
+    let cases = [
+        (
+            json!({"tools": [weather_tool(), bad_properties]}),
+            "tools[1].function.parameters.properties",
+        ),
+        (
+            json!({"stream": true, "stream_options": "x"}),
+            "stream_options",
+        ),
+    ];
+    for (fields, param) in cases {
+        let mut body = json!({"model": "local", "messages": [{"role": "user", "content": "x"}]});
+        for (k, v) in fields.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        let res = post(&client, &gw, &body).await;
+        assert_eq!(res.status(), 400, "{body}");
+        assert_eq!(
+            error_of(res).await.error.param.as_deref(),
+            Some(param),
+            "{body}"
+        );
+    }
+    assert!(up.requests().is_empty());
+}
+
+#[tokio::test]
 async fn connections_past_the_cap_wait() {
     let config = ServerConfig {
         max_connections: 1,
