@@ -745,6 +745,32 @@ async fn unavailable_tools_error_makes_a_hosted_tool_the_server_lacks_a_400_nami
 }
 
 #[tokio::test]
+async fn an_uploaded_name_loses_its_bidi_and_invisible_characters() {
+    let up = TestUpstream::start().await.unwrap();
+    let (gw, _dir) = gateway(&up, "native", None).await;
+    // Raw UTF-8 in the header, as browsers send a file's name.
+    let name = "invoice\u{202E}fdp\u{200B}\u{2066}.exe";
+    let body = format!(
+        "--b\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nuser_data\r\n\
+         --b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n\r\nhello\r\n--b--\r\n"
+    );
+    let resp = http()
+        .post(format!("{}/files", gw.base_url()))
+        .header("content-type", "multipart/form-data; boundary=b")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let file: Value = resp.json().await.unwrap();
+    assert_eq!(file["filename"], "invoicefdp.exe", "{file}");
+    let (status, list) = get(&gw, None, "/files").await;
+    assert_eq!(status, 200);
+    assert_eq!(list["data"][0]["filename"], "invoicefdp.exe", "{list}");
+    assert!(!list.to_string().contains('\u{202E}'));
+}
+
+#[tokio::test]
 async fn one_key_cannot_list_read_download_delete_or_attach_another_keys_files() {
     let up = TestUpstream::start().await.unwrap();
     let (gw, _dir) = gateway(&up, "native", Some("sk-a,sk-b")).await;
