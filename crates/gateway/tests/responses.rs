@@ -771,6 +771,30 @@ async fn an_uploaded_name_loses_its_bidi_and_invisible_characters() {
 }
 
 #[tokio::test]
+async fn an_upload_over_max_file_bytes_gets_413_naming_the_file() {
+    let up = TestUpstream::start().await.unwrap();
+    let mut config = server_config();
+    config.state.max_file_bytes = 1024;
+    let (gw, _dir) = gateway_with(&up, "native", None, config).await;
+    let form = reqwest::multipart::Form::new()
+        .text("purpose", "user_data")
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(vec![b'x'; 4096]).file_name("big.txt"),
+        );
+    let resp = http()
+        .post(format!("{}/files", gw.base_url()))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 413);
+    let err: Value = resp.json().await.unwrap();
+    assert_eq!(err["error"]["param"], "file", "{err}");
+    assert_eq!(err["error"]["code"], "request_too_large", "{err}");
+}
+
+#[tokio::test]
 async fn one_key_cannot_list_read_download_delete_or_attach_another_keys_files() {
     let up = TestUpstream::start().await.unwrap();
     let (gw, _dir) = gateway(&up, "native", Some("sk-a,sk-b")).await;

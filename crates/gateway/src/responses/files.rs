@@ -201,11 +201,8 @@ pub(crate) async fn upload(
                     match field.chunk().await {
                         Ok(Some(chunk)) => {
                             if (bytes.len() + chunk.len()) as u64 > max {
-                                return ApiError::bad_param(
-                                    "file",
-                                    format!("The file is larger than the limit of {max} bytes."),
-                                )
-                                .into_response();
+                                let max = usize::try_from(max).unwrap_or(usize::MAX);
+                                return ApiError::too_large(max).with_param("file").into_response();
                             }
                             bytes.extend_from_slice(&chunk);
                         }
