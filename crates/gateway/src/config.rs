@@ -42,8 +42,12 @@ pub struct ServerConfig {
     /// A client must send its complete request head within this time after connecting (or
     /// after the previous response on a kept-alive connection), else the connection is closed.
     pub header_read_timeout_secs: f64,
-    /// A client must send its complete body within this time after the head (408 otherwise).
+    /// A client must send its complete body within this time after the head (408 otherwise);
+    /// every route's body, whoever reads it.
     pub body_read_timeout_secs: f64,
+    /// An upload (`POST /v1/files`) may take longer than `body_read_timeout_secs` as long as it
+    /// keeps arriving: 64 KiB more (or its end) within every period of this length, else 408.
+    pub upload_progress_timeout_secs: f64,
     /// A non-streaming request must be answered within this time (504 otherwise); a streaming
     /// one must produce its first event within it.
     pub request_timeout_secs: f64,
@@ -101,6 +105,7 @@ impl Default for ServerConfig {
             max_connections: 1024,
             header_read_timeout_secs: 5.0,
             body_read_timeout_secs: 30.0,
+            upload_progress_timeout_secs: 30.0,
             request_timeout_secs: 300.0,
             stream_idle_timeout_secs: 60.0,
             rate_limit_per_minute: 600,
@@ -129,6 +134,7 @@ pub(crate) struct Limits {
     pub max_connections: usize,
     pub header_read_timeout: Duration,
     pub body_read_timeout: Duration,
+    pub upload_progress_timeout: Duration,
     pub request_timeout: Duration,
     pub stream_idle_timeout: Duration,
     pub malformed_retries: u32,
@@ -224,6 +230,10 @@ impl ServerConfig {
             max_connections: at_least(self.max_connections, 1, "max_connections")?,
             header_read_timeout: secs(self.header_read_timeout_secs, "header_read_timeout_secs")?,
             body_read_timeout: secs(self.body_read_timeout_secs, "body_read_timeout_secs")?,
+            upload_progress_timeout: secs(
+                self.upload_progress_timeout_secs,
+                "upload_progress_timeout_secs",
+            )?,
             request_timeout: secs(self.request_timeout_secs, "request_timeout_secs")?,
             stream_idle_timeout: secs(self.stream_idle_timeout_secs, "stream_idle_timeout_secs")?,
             malformed_retries: self.malformed_retries,

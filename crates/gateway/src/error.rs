@@ -84,9 +84,31 @@ impl ApiError {
         self
     }
 
-    fn with_param(mut self, param: impl Into<Cow<'static, str>>) -> Self {
+    pub(crate) fn with_param(mut self, param: impl Into<Cow<'static, str>>) -> Self {
         self.param = Some(param.into());
         self
+    }
+
+    /// An error answer of `status` that was not made here (a framework's plain-text
+    /// rejection), re-rendered in the client's shape: a client error keeps its text, which is
+    /// about the client's own request; a server error says only that it happened.
+    pub(crate) fn from_foreign(status: StatusCode, text: &str) -> Self {
+        if status.is_server_error() {
+            return ApiError {
+                status,
+                ..ApiError::internal()
+            };
+        }
+        let text = echo(text.trim());
+        let message = if text.is_empty() {
+            status
+                .canonical_reason()
+                .unwrap_or("The request is not valid.")
+                .to_owned()
+        } else {
+            text
+        };
+        ApiError::new(status, "invalid_request_error", message)
     }
 
     pub fn bad_request(message: impl Into<Cow<'static, str>>) -> Self {
@@ -374,6 +396,50 @@ impl IntoResponse for ApiError {
         response.extensions_mut().insert(self);
         response
     }
+}
+
+/// The largest foreign error body read to re-render it.
+const FOREIGN_BODY_BYTES: usize = 4096;
+
+/// Re-renders every error answer that is not an [`ApiError`] (axum's plain-text rejections of a
+/// path, a query, a multipart body; anything a route forgot) as one, so each error a client
+/// gets is JSON in its API's shape (the Messages layer outside this one reshapes it again for
+/// `/v1/messages…`).
+pub(crate) async fn json_errors(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    use http_body_util::BodyExt;
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_error = status.is_client_error() || status.is_server_error();
+    if !is_error || response.extensions().get::<ApiError>().is_some() {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = match http_body_util::Limited::new(body, FOREIGN_BODY_BYTES)
+        .collect()
+        .await
+    {
+        Ok(collected) => String::from_utf8_lossy(&collected.to_bytes()).into_owned(),
+        Err(_) => String::new(),
+    };
+    if status.is_server_error() {
+        tracing::error!(%status, body = %text, "an error answer that was not an ApiError");
+    }
+    let mut rendered = ApiError::from_foreign(status, &text).into_response();
+    // Keep what outer layers read (the metrics' labels, security headers).
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            rendered.headers_mut().append(name, value.clone());
+        }
+    }
+    let error = rendered.extensions_mut().remove::<ApiError>();
+    *rendered.extensions_mut() = parts.extensions;
+    if let Some(error) = error {
+        rendered.extensions_mut().insert(error);
+    }
+    rendered
 }
 
 #[cfg(test)]

@@ -29,10 +29,12 @@
 
 mod access;
 mod auth;
+mod body;
 mod browser;
 mod chunks;
 mod completion;
 mod config;
+mod decode;
 mod depth;
 mod error;
 mod messages;
@@ -42,6 +44,7 @@ mod rate;
 mod request;
 mod responses;
 mod routes;
+mod schema;
 mod server;
 mod state;
 mod stream;

@@ -5,18 +5,20 @@
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{header, HeaderMap};
+use axum::http::HeaderMap;
 use bytes::Bytes;
-use futures::FutureExt;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use rand::distr::{Alphanumeric, SampleString};
 use serde_json::Value;
 use toolbridge_protocol::types::{ChatRequest, ToolChoice};
 use toolbridge_protocol::validate::validate_tools;
 
+use crate::body::{announced_length, BodyCut};
 use crate::config::Limits;
+use crate::decode::from_json;
 use crate::depth::check_depth;
 use crate::error::ApiError;
+use crate::schema::check_properties;
 
 /// A parsed chat completion request and what it asks of the response's form.
 pub(crate) struct ClientRequest {
@@ -27,33 +29,25 @@ pub(crate) struct ClientRequest {
 }
 
 /// Reads the body: at most `body_limit` bytes (413 beyond, whether announced by
-/// `Content-Length` or found while reading a chunked body) within `body_read_timeout` (408).
+/// `Content-Length` or found while reading a chunked body). Its time limit is the body guard's
+/// ([`crate::body`]), which every body is read through.
 pub(crate) async fn read_body(
     body: Body,
     headers: &HeaderMap,
     limits: &Limits,
 ) -> Result<Bytes, ApiError> {
-    let announced = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if announced.is_some_and(|n| n > limits.body_limit as u64) {
+    if announced_length(headers).is_some_and(|n| n > limits.body_limit as u64) {
         return Err(ApiError::too_large(limits.body_limit));
     }
-    let mut collect = std::pin::pin!(Limited::new(body, limits.body_limit).collect());
-    // A small body usually arrived with the head: then no timer is needed (arming one costs a
-    // wake-up of the runtime's driver on every request).
-    let read = match (&mut collect).now_or_never() {
-        Some(read) => read,
-        None => tokio::time::timeout(limits.body_read_timeout, collect)
-            .await
-            .map_err(|_| ApiError::body_timeout())?,
-    };
-    match read {
+    match Limited::new(body, limits.body_limit).collect().await {
         Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
             Err(ApiError::too_large(limits.body_limit))
         }
-        Err(_) => Err(ApiError::bad_request("The request body could not be read.")),
+        Err(e) => Err(match BodyCut::find(e.as_ref()) {
+            Some(BodyCut::TimedOut) => ApiError::body_timeout(),
+            Some(BodyCut::TooLarge) => ApiError::too_large(limits.body_limit),
+            None => ApiError::bad_request("The request body could not be read."),
+        }),
         Ok(collected) => Ok(collected.to_bytes()),
     }
 }
@@ -65,8 +59,7 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ClientRequest, ApiE
             "The JSON body is nested more than {limit} levels deep."
         ))
     })?;
-    let mut request: ChatRequest = serde_json::from_slice(bytes)
-        .map_err(|e| ApiError::bad_request(format!("Invalid request body: {e}")))?;
+    let mut request: ChatRequest = from_json(bytes).map_err(|e| e.to_openai())?;
     if request.model.is_empty() {
         return Err(ApiError::bad_param("model", "`model` is required."));
     }
@@ -86,6 +79,11 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ClientRequest, ApiE
     }
     // Names and schemas go into prompt-mode system prompts: only what OpenAI accepts.
     validate_tools(&request.tools).map_err(|e| ApiError::bad_param(e.param(), e.message))?;
+    for (i, tool) in request.tools.iter().enumerate() {
+        if let Some(parameters) = &tool.parameters {
+            check_properties(parameters, &format!("tools[{i}].function.parameters"))?;
+        }
+    }
     if let Some(ToolChoice::Named(name)) = &request.tool_choice {
         if !request.tools.iter().any(|t| &t.name == name) {
             return Err(ApiError::bad_param(
@@ -96,11 +94,25 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<ClientRequest, ApiE
     }
     // The gateway answers for these itself: streaming to the upstream is the provider's choice,
     // and usage is always requested upstream and passed on only when the client asked for it.
-    let include_usage = request
-        .extra
-        .remove("stream_options")
-        .and_then(|o| o.get("include_usage").and_then(Value::as_bool))
-        .unwrap_or(false);
+    let include_usage = match request.extra.remove("stream_options") {
+        None | Some(Value::Null) => false,
+        Some(Value::Object(options)) => match options.get("include_usage") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                return Err(ApiError::bad_param(
+                    "stream_options.include_usage",
+                    "Invalid type for 'stream_options.include_usage': expected a boolean.",
+                ))
+            }
+        },
+        Some(_) => {
+            return Err(ApiError::bad_param(
+                "stream_options",
+                "Invalid type for 'stream_options': expected an object.",
+            ))
+        }
+    };
     let stream = std::mem::take(&mut request.stream);
     Ok(ClientRequest {
         request,

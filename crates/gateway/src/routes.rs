@@ -75,12 +75,9 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route(
             "/v1/files",
             api(post(crate::responses::files::upload).get(crate::responses::files::list))
-                // Uploads are capped by `[server.state] max_file_bytes` while they stream in.
-                .layer(axum::extract::DefaultBodyLimit::max(
-                    usize::try_from(state.responses.max_file_bytes())
-                        .unwrap_or(usize::MAX)
-                        .saturating_add(64 << 10),
-                )),
+                // Uploads are capped by `[server.state] max_file_bytes` while they stream in,
+                // by the body guard (crate::body), in place of axum's own limit.
+                .layer(axum::extract::DefaultBodyLimit::disable()),
         )
         .route(
             "/v1/files/{id}",
@@ -127,6 +124,13 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .fallback(|| async { ApiError::not_found() })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .layer(middleware::from_fn_with_state(state.clone(), guard_browser))
+        // Every body is read through it: one size and time limit for every route.
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::body::guard,
+        ))
+        // Every error answer is JSON: the ones axum makes itself are re-rendered.
+        .layer(middleware::from_fn(crate::error::json_errors))
         .layer(middleware::from_fn(crate::messages::error::reshape))
         // Outermost: refused requests get their line too, with the status the client saw.
         .layer(middleware::from_fn(crate::access::log))

@@ -68,8 +68,8 @@ pub(crate) async fn asset(Path(name): Path<String>, headers: HeaderMap) -> Respo
 
 fn serve(name: &str, request: &HeaderMap) -> Response {
     let Some(asset) = ASSETS.iter().find(|a| a.name == name) else {
-        let mut response = (StatusCode::NOT_FOUND, "Not found.\n").into_response();
-        secure(response.headers_mut(), "text/plain; charset=utf-8");
+        let mut response = crate::error::ApiError::not_found().into_response();
+        secure(response.headers_mut(), "application/json");
         return response;
     };
     // The files change only with the binary: a digest of the bytes is the validator, so a

@@ -264,6 +264,167 @@ async fn a_slow_body_gets_408() {
     assert!(text.contains("\"request_timeout\""));
 }
 
+/// A raw POST whose body stops short of its `Content-Length`, then drips one byte every 100 ms;
+/// gives what the server answered (read until it closes or 5 s pass).
+async fn post_dripping(addr: SocketAddr, path: &str, content_type: &str, start: &[u8]) -> String {
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let (mut read, mut write) = stream.into_split();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {content_type}\r\nContent-Length: 100000\r\n\r\n"
+    );
+    write.write_all(head.as_bytes()).await.unwrap();
+    write.write_all(start).await.unwrap();
+    let drip = tokio::spawn(async move {
+        for _ in 0..50 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if write.write_all(b"x").await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut buf = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), read.read_to_end(&mut buf)).await;
+    drip.abort();
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+#[tokio::test]
+async fn slow_bodies_on_every_route_get_408_uploads_included() {
+    let config = ServerConfig {
+        body_read_timeout_secs: 0.3,
+        upload_progress_timeout_secs: 0.5,
+        ..server_config()
+    };
+    let gw = start(config, vec![]).await;
+    for path in ["/v1/conversations", "/v1/conversations/conv_1"] {
+        let text = post_dripping(gw.addr(), path, "application/json", b"{\"metadata\":").await;
+        assert!(text.starts_with("HTTP/1.1 408"), "{path}: {text:?}");
+        assert!(text.contains("\"request_timeout\""), "{path}: {text:?}");
+    }
+    // A byte every 100 ms is no progress for an upload: it is cut after one period too.
+    let multipart =
+        b"--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n\r\n";
+    let text = post_dripping(
+        gw.addr(),
+        "/v1/files",
+        "multipart/form-data; boundary=b",
+        multipart,
+    )
+    .await;
+    assert!(text.starts_with("HTTP/1.1 408"), "{text:?}");
+    assert!(text.contains("\"request_timeout\""), "{text:?}");
+    // The server still answers.
+    let health = http()
+        .get(format!("http://{}/healthz", gw.addr()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+}
+
+#[tokio::test]
+async fn every_error_answer_is_json_with_the_field_named() {
+    let up = TestUpstream::start().await.unwrap();
+    let gw = start(server_config(), vec![single("local", &up, "prompt")]).await;
+    let client = http();
+    let base = format!("http://{}", gw.addr());
+
+    // Not multipart: axum's rejection was plain text.
+    let res = client
+        .post(format!("{base}/v1/files"))
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 400);
+    assert_eq!(error_of(res).await.error.param.as_deref(), Some("file"));
+
+    // A query value of the wrong type: serde's text, plain, before.
+    for path in [
+        "/v1/files?limit=-1",
+        "/v1/responses/resp_1/input_items?limit=x",
+    ] {
+        let res = client.get(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(res.status(), 400, "{path}");
+        assert_eq!(
+            error_of(res).await.error.param.as_deref(),
+            Some("limit"),
+            "{path}"
+        );
+    }
+
+    // A path that is not UTF-8 once decoded, and a missing page of the web UI.
+    for path in ["/v1/files/%FF", "/ui/missing.js"] {
+        let res = client.get(format!("{base}{path}")).send().await.unwrap();
+        assert!(res.status().is_client_error(), "{path}");
+        error_of(res).await;
+    }
+
+    // An upload announcing 10 GB: 413 before a byte of it is read (400 before).
+    let mut s = TcpStream::connect(gw.addr()).await.unwrap();
+    s.write_all(b"POST /v1/files HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 10000000000\r\n\r\n--b\r\n")
+        .await
+        .unwrap();
+    let (text, _) = read_all(&mut s, Duration::from_secs(3)).await;
+    assert!(text.starts_with("HTTP/1.1 413"), "{text:?}");
+    let body: Value = serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(body["error"]["param"], "file", "{body}");
+    assert_eq!(body["error"]["code"], "request_too_large", "{body}");
+
+    // A body field of the wrong type is named, not told by line and column only.
+    for (body, param) in [
+        (
+            json!({"model": "local", "messages": [{"role": "user", "content": "x"}], "temperature": "hot"}),
+            "temperature",
+        ),
+        (
+            json!({"model": "local", "messages": [{"role": "user", "content": "x"}, {"role": "user", "content": 5}]}),
+            "messages[1]",
+        ),
+    ] {
+        let res = post(&client, &gw, &body).await;
+        assert_eq!(res.status(), 400, "{body}");
+        let error = error_of(res).await.error;
+        assert_eq!(error.param.as_deref(), Some(param), "{body}");
+        assert!(error.message.contains(param), "{}", error.message);
+    }
+    assert!(up.requests().is_empty());
+}
+
+#[tokio::test]
+async fn invalid_chat_requests_get_a_400_naming_the_field() {
+    let up = TestUpstream::start().await.unwrap();
+    let gw = start(server_config(), vec![single("local", &up, "prompt")]).await;
+    let client = http();
+    let mut bad_properties = time_tool();
+    bad_properties["function"]["parameters"]["properties"] = json!(5);
+    let cases = [
+        (
+            json!({"tools": [weather_tool(), bad_properties]}),
+            "tools[1].function.parameters.properties",
+        ),
+        (
+            json!({"stream": true, "stream_options": "x"}),
+            "stream_options",
+        ),
+    ];
+    for (fields, param) in cases {
+        let mut body = json!({"model": "local", "messages": [{"role": "user", "content": "x"}]});
+        for (k, v) in fields.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        let res = post(&client, &gw, &body).await;
+        assert_eq!(res.status(), 400, "{body}");
+        assert_eq!(
+            error_of(res).await.error.param.as_deref(),
+            Some(param),
+            "{body}"
+        );
+    }
+    assert!(up.requests().is_empty());
+}
+
 #[tokio::test]
 async fn connections_past_the_cap_wait() {
     let config = ServerConfig {

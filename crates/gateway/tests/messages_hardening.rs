@@ -222,3 +222,100 @@ async fn unknown_endpoints_under_messages_answer_in_anthropic_shape() {
     let v: Value = res.json().await.unwrap();
     assert!(v["error"]["message"].is_string() && v.get("type").is_none());
 }
+
+#[tokio::test]
+async fn invalid_requests_get_a_400_naming_the_field() {
+    let up = TestUpstream::start().await.unwrap();
+    let gw = start(server_config(), vec![single("local", &up, "prompt")]).await;
+    let client = http();
+    let image = |data: &str| {
+        json!({"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}]})
+    };
+    let asked = json!({"role": "user", "content": "Weather?"});
+    let called = |input: Value| {
+        json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": input}]})
+    };
+    let answered = |id: &str| {
+        json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": id, "content": "sunny"}]})
+    };
+    let cases = [
+        (json!({"max_tokens": 0}), "max_tokens"),
+        (
+            json!({"messages": [image("not base64!!")]}),
+            "messages.0.content.0.source.data",
+        ),
+        (
+            json!({"messages": [asked, called(json!({"city": "Paris"})), answered("toolu_other")]}),
+            "messages.2.content.0.tool_use_id",
+        ),
+        (
+            json!({"messages": [answered("toolu_1")]}),
+            "messages.0.content.0.tool_use_id",
+        ),
+        (
+            json!({"messages": [asked, called(json!("Paris")), answered("toolu_1")]}),
+            "messages.1.content.0.input",
+        ),
+        (
+            json!({"tools": [{"name": "get_weather"}]}),
+            "tools.0.input_schema",
+        ),
+        (json!({"thinking": {"type": "sometimes"}}), "thinking.type"),
+        (json!({"temperature": "hot"}), "temperature"),
+    ];
+    for (fields, field) in cases {
+        let mut request = body("local", false);
+        for (k, v) in fields.as_object().unwrap() {
+            request[k] = v.clone();
+        }
+        let res = client.post(url(&gw)).json(&request).send().await.unwrap();
+        assert_eq!(res.status(), 400, "{request}");
+        let (kind, message) = anthropic_error(res).await;
+        assert_eq!(kind, "invalid_request_error");
+        // Anthropic's shape has no `param`: the message starts with the field, as its own do.
+        assert!(
+            message.starts_with(&format!("{field}: ")),
+            "{field}: {message}"
+        );
+    }
+    assert!(up.requests().is_empty());
+}
+
+/// What Claude Code sends is accepted: `cache_control` on blocks, tools and the system
+/// prompt, a `max_tokens: 1` probe, `thinking` with a small budget, a blank text block, a
+/// server tool declared by its type alone.
+#[tokio::test]
+async fn a_claude_code_shaped_request_is_accepted() {
+    let up = TestUpstream::start().await.unwrap();
+    up.push(Reply::text("ok").into());
+    up.push(Reply::text("ok").into());
+    let gw = start(server_config(), vec![single("local", &up, "prompt")]).await;
+    let client = http();
+    let cache = json!({"type": "ephemeral"});
+    let request = json!({
+        "model": "local", "max_tokens": 1,
+        "system": [{"type": "text", "text": "You are Claude Code.", "cache_control": cache}],
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+        "tools": [{"name": "Read", "description": "Read a file.", "cache_control": cache,
+                   "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}}}],
+        "metadata": {"user_id": "user_abc"},
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "read a.txt", "cache_control": cache}]},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": ""},
+                {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "a.txt"}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "hello", "cache_control": cache},
+                {"type": "text", "text": " "}]},
+        ],
+    });
+    let res = client.post(url(&gw)).json(&request).send().await.unwrap();
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    let mut adaptive = request.clone();
+    adaptive["thinking"] = json!({"type": "adaptive"});
+    let res = client.post(url(&gw)).json(&adaptive).send().await.unwrap();
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+}

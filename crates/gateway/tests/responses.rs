@@ -447,6 +447,103 @@ async fn bad_requests_get_openai_shaped_400s() {
 }
 
 #[tokio::test]
+async fn invalid_requests_get_a_400_naming_the_field() {
+    let up = TestUpstream::start().await.unwrap();
+    let (gw, _dir) = gateway(&up, "native", None).await;
+    let user = |parts: Value| json!([{"role": "user", "content": parts}]);
+    let cases = [
+        (json!({"input": [{"type": "banana"}]}), "input[0].type"),
+        (
+            json!({"input": [{"type": "function_call_output", "call_id": "call_nowhere", "output": "1"}]}),
+            "input[0].call_id",
+        ),
+        (
+            json!({"input": [{"role": "user", "content": "x"}, {"type": "function_call", "call_id": "c", "name": "f", "arguments": {"a": 1}}]}),
+            "input[1].arguments",
+        ),
+        (
+            json!({"input": user(json!([{"type": "input_text", "text": "x"},
+                {"type": "input_image", "image_url": "data:image/png;base64,!!not base64!!"}]))}),
+            "input[0].content[1].image_url",
+        ),
+        (
+            json!({"input": user(json!([{"type": "input_image", "image_url": "data:image/png;base64,aGVsbG8="}]))}),
+            "input[0].content[0].image_url",
+        ),
+        (json!({"input": "x", "temperature": 99}), "temperature"),
+        (json!({"input": "x", "top_p": 1.5}), "top_p"),
+        (
+            json!({"input": [{"type": "mcp_approval_response", "approval_request_id": "mcpr_nowhere", "approve": true}]}),
+            "input[0].approval_request_id",
+        ),
+        (
+            json!({"input": "x", "tools": [{"type": "function", "name": "get weather!"}]}),
+            "tools[0].name",
+        ),
+    ];
+    for (mut body, param) in cases {
+        body["model"] = json!("m");
+        let (status, err) = create(&gw, None, body.clone()).await;
+        assert_eq!(status, 400, "{body}: {err}");
+        assert_eq!(err["error"]["param"], param, "{body}: {err}");
+        assert_eq!(err["error"]["type"], "invalid_request_error");
+    }
+    // The function name's error says what is wrong with it, not "see the server log".
+    let (_, err) = create(
+        &gw,
+        None,
+        json!({"model": "m", "input": "x",
+        "tools": [{"type": "function", "name": "get weather!"}]}),
+    )
+    .await;
+    let message = err["error"]["message"].as_str().unwrap();
+    assert!(message.contains("^[a-zA-Z0-9_-]{1,64}$"), "{message}");
+
+    // A key given twice is refused by the decoder, naming it.
+    let resp = http()
+        .post(format!("{}/responses", gw.base_url()))
+        .header("content-type", "application/json")
+        .body(r#"{"model": "m", "input": "x", "input": "y"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let err: Value = resp.json().await.unwrap();
+    assert_eq!(err["error"]["param"], "input", "{err}");
+    assert!(up.requests().is_empty(), "nothing reached the model");
+}
+
+/// What Codex sends (store off, its whole history with reasoning items and call pairs,
+/// `include`, `prompt_cache_key`, a data: image) is accepted as it is.
+#[tokio::test]
+async fn a_codex_shaped_request_is_accepted() {
+    use base64::Engine as _;
+    let up = TestUpstream::start().await.unwrap();
+    up.push(Behavior::Reply(Reply::text("Done.")));
+    let (gw, _dir) = gateway(&up, "native", None).await;
+    let png = base64::engine::general_purpose::STANDARD.encode(b"\x89PNG\r\n\x1a\n0000");
+    let shell = json!({"type": "function", "name": "shell", "strict": false,
+        "parameters": {"type": "object", "properties": {"command": {"type": "array", "items": {"type": "string"}}}}});
+    let body = json!({
+        "model": "m", "instructions": "You are Codex.", "store": false, "stream": false,
+        "include": ["reasoning.encrypted_content"], "prompt_cache_key": "k-1",
+        "reasoning": {"effort": "medium", "summary": "auto"}, "parallel_tool_calls": false,
+        "tool_choice": "auto", "tools": [shell],
+        "input": [
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "env"}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list"},
+                {"type": "input_image", "image_url": format!("data:image/png;base64,{png}")}]},
+            {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "opaque"},
+            {"type": "function_call", "call_id": "call_1", "name": "shell", "arguments": "{\"command\":[\"ls\"]}"},
+            {"type": "function_call_output", "call_id": "call_1", "output": "a.txt"},
+        ],
+    });
+    let (status, answer) = create(&gw, None, body).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["output_text"], "Done.");
+}
+
+#[tokio::test]
 async fn a_conversation_collects_its_responses_and_belongs_to_one_key() {
     let up = TestUpstream::start().await.unwrap();
     up.push(Behavior::Reply(Reply::text("Noted: blue.")));
@@ -645,6 +742,56 @@ async fn unavailable_tools_error_makes_a_hosted_tool_the_server_lacks_a_400_nami
         "{message}"
     );
     assert!(up.requests().is_empty(), "nothing reached the model");
+}
+
+#[tokio::test]
+async fn an_uploaded_name_loses_its_bidi_and_invisible_characters() {
+    let up = TestUpstream::start().await.unwrap();
+    let (gw, _dir) = gateway(&up, "native", None).await;
+    // Raw UTF-8 in the header, as browsers send a file's name.
+    let name = "invoice\u{202E}fdp\u{200B}\u{2066}.exe";
+    let body = format!(
+        "--b\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nuser_data\r\n\
+         --b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n\r\nhello\r\n--b--\r\n"
+    );
+    let resp = http()
+        .post(format!("{}/files", gw.base_url()))
+        .header("content-type", "multipart/form-data; boundary=b")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let file: Value = resp.json().await.unwrap();
+    assert_eq!(file["filename"], "invoicefdp.exe", "{file}");
+    let (status, list) = get(&gw, None, "/files").await;
+    assert_eq!(status, 200);
+    assert_eq!(list["data"][0]["filename"], "invoicefdp.exe", "{list}");
+    assert!(!list.to_string().contains('\u{202E}'));
+}
+
+#[tokio::test]
+async fn an_upload_over_max_file_bytes_gets_413_naming_the_file() {
+    let up = TestUpstream::start().await.unwrap();
+    let mut config = server_config();
+    config.state.max_file_bytes = 1024;
+    let (gw, _dir) = gateway_with(&up, "native", None, config).await;
+    let form = reqwest::multipart::Form::new()
+        .text("purpose", "user_data")
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(vec![b'x'; 4096]).file_name("big.txt"),
+        );
+    let resp = http()
+        .post(format!("{}/files", gw.base_url()))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 413);
+    let err: Value = resp.json().await.unwrap();
+    assert_eq!(err["error"]["param"], "file", "{err}");
+    assert_eq!(err["error"]["code"], "request_too_large", "{err}");
 }
 
 #[tokio::test]

@@ -24,6 +24,15 @@ const STATUS = {
   cancelled: "stopped",
 };
 
+/**
+ * A file name as it may be shown: without the invisible characters that reorder or hide text
+ * (bidirectional controls, zero-width characters and other format characters), so a name like
+ * "invoice\u202Efdp.exe" cannot pass for "invoiceexe.pdf". The server strips them too.
+ */
+export function visibleName(name) {
+  return String(name).replace(/[\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u202A-\u202E\u2060-\u206F\u3164\uFEFF\uFFA0\uFFF9-\uFFFB]|\uDB40[\uDC00-\uDFFF]/g, "");
+}
+
 /** One user message: its text and the names of the files attached to it. */
 export function userMessage(textValue, fileNames) {
   const box = el("div", "msg user");
@@ -32,7 +41,7 @@ export function userMessage(textValue, fileNames) {
   if (textValue) body.append(el("div", "user-text", textValue));
   if (fileNames.length) {
     const list = el("ul", "chips");
-    for (const name of fileNames) list.append(el("li", "chip", name));
+    for (const name of fileNames) list.append(el("li", "chip", visibleName(name)));
     body.append(list);
   }
   box.append(body);
@@ -283,7 +292,7 @@ export function filesBlock(files) {
   box.append(el("div", "tool-label", files.length === 1 ? "File" : "Files"));
   const list = el("ul", "file-list");
   for (const file of files) {
-    const name = String(file.path || file.id).split("/").pop();
+    const name = visibleName(String(file.path || file.id).split("/").pop());
     const url = `/v1/containers/${encodeURIComponent(file.container_id)}/files/${encodeURIComponent(file.id)}/content`;
     const li = el("li", "file");
     const info = el("span", "file-name", name);

@@ -108,9 +108,8 @@ pub(crate) async fn count_tokens(State(state): State<Arc<AppState>>, request: Re
     let parsed = read_body(body, &parts.headers, &state.limits)
         .await
         .and_then(|bytes| {
-            let mut value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-                crate::error::ApiError::bad_request(format!("Invalid request body: {e}"))
-            })?;
+            let mut value: serde_json::Value =
+                crate::decode::from_json(&bytes).map_err(|e| e.to_anthropic())?;
             if let Some(map) = value.as_object_mut() {
                 map.entry("max_tokens").or_insert(1.into());
             }

@@ -41,8 +41,10 @@ use toolbridge_providers::anthropic::CLIENT_THINKING_FIELD;
 
 use super::server_blocks::{self, ServerTool};
 use crate::config::Limits;
+use crate::decode::from_json;
 use crate::depth::check_depth;
 use crate::error::ApiError;
+use crate::schema::check_properties;
 
 /// A decoded Messages request and what it asks of the response's form.
 pub(crate) struct MessagesRequest {
@@ -212,8 +214,7 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<MessagesRequest, Ap
             "The JSON body is nested more than {limit} levels deep."
         ))
     })?;
-    let wire: Wire = serde_json::from_slice(bytes)
-        .map_err(|e| ApiError::bad_request(format!("Invalid request body: {e}")))?;
+    let wire: Wire = from_json(bytes).map_err(|e| e.to_anthropic())?;
     if wire.model.is_empty() {
         return Err(ApiError::bad_param("model", "model: Field required"));
     }
@@ -223,6 +224,15 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<MessagesRequest, Ap
             "max_tokens: Field required",
         ));
     };
+    if max_tokens == 0 {
+        return Err(ApiError::bad_param(
+            "max_tokens",
+            "max_tokens: Input should be greater than or equal to 1",
+        ));
+    }
+    if let Some(thinking) = &wire.thinking {
+        check_thinking(thinking)?;
+    }
     if wire.messages.is_empty() {
         return Err(ApiError::bad_param(
             "messages",
@@ -237,10 +247,15 @@ pub(crate) fn parse(bytes: &[u8], limits: &Limits) -> Result<MessagesRequest, Ap
         }
     }
     let mut later_system = Vec::new();
+    // The `tool_use` ids of the latest assistant turn: what a user turn's results may answer.
+    let mut open_calls: Vec<String> = Vec::new();
     for (i, message) in wire.messages.into_iter().enumerate() {
         match message.role {
-            WireRole::User => user_turn(i, message.content, &mut messages)?,
-            WireRole::Assistant => assistant_turn(i, message.content, &mut messages)?,
+            WireRole::User => user_turn(i, message.content, &open_calls, &mut messages)?,
+            WireRole::Assistant => {
+                open_calls = tool_use_ids(&message.content);
+                assistant_turn(i, message.content, &mut messages)?
+            }
             WireRole::System => later_system.push(system_text(message.content)?),
         }
     }
@@ -364,6 +379,11 @@ fn image_part(
     param: impl FnOnce() -> String,
 ) -> Result<ContentPart, ApiError> {
     match source {
+        ImageSource::Base64 { data, .. } if !is_base64(&data) => {
+            let param = format!("{}.source.data", param());
+            let message = format!("{param}: the image data is not valid base64");
+            Err(ApiError::bad_param(param, message))
+        }
         ImageSource::Base64 { media_type, data } => Ok(ContentPart::ImageUrl {
             image_url: ImageUrl {
                 url: format!("data:{media_type};base64,{data}"),
@@ -382,6 +402,17 @@ fn image_part(
             "An image URL must be http:// or https://.",
         )),
     }
+}
+
+/// Whether `data` is base64 (padding optional; what Anthropic takes).
+fn is_base64(data: &str) -> bool {
+    use base64::Engine as _;
+    let lenient = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        base64::engine::GeneralPurposeConfig::new()
+            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+    );
+    lenient.decode(data.trim()).is_ok()
 }
 
 /// A document block's text: a `text` source, or the text blocks of a `content` source.
@@ -416,8 +447,39 @@ fn document_text(source: &Value, title: Option<String>, param: &str) -> Result<S
     })
 }
 
-/// A user turn: its tool results first (as tool messages), then its other blocks.
-fn user_turn(i: usize, content: TextOrBlocks, out: &mut Vec<Message>) -> Result<(), ApiError> {
+/// The ids of an assistant turn's `tool_use` blocks.
+fn tool_use_ids(content: &TextOrBlocks) -> Vec<String> {
+    match content {
+        TextOrBlocks::Text(_) => Vec::new(),
+        TextOrBlocks::Blocks(blocks) => blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolUse { id, .. } => Some(id.clone()),
+                _ => None,
+            })
+            .collect(),
+    }
+}
+
+/// `thinking` as Anthropic takes it: an object whose `type` is enabled, disabled or adaptive.
+fn check_thinking(thinking: &Value) -> Result<(), ApiError> {
+    match thinking.get("type").and_then(Value::as_str) {
+        Some("enabled" | "disabled" | "adaptive") => Ok(()),
+        _ => Err(ApiError::bad_param(
+            "thinking.type",
+            "thinking.type: Input should be 'enabled', 'disabled' or 'adaptive'",
+        )),
+    }
+}
+
+/// A user turn: its tool results first (as tool messages), then its other blocks. A result
+/// must answer a `tool_use` of the assistant turn before it (`open_calls`).
+fn user_turn(
+    i: usize,
+    content: TextOrBlocks,
+    open_calls: &[String],
+    out: &mut Vec<Message>,
+) -> Result<(), ApiError> {
     let mut parts = Vec::new();
     for (j, block) in blocks(content).into_iter().enumerate() {
         let param = || format!("messages.{i}.content.{j}");
@@ -431,12 +493,24 @@ fn user_turn(i: usize, content: TextOrBlocks, out: &mut Vec<Message>) -> Result<
                 tool_use_id,
                 content,
                 is_error,
-            } => out.push(Message::Tool {
-                tool_call_id: tool_use_id,
-                content: result_content(content, &param())?,
-                name: None,
-                is_error,
-            }),
+            } => {
+                if !open_calls.contains(&tool_use_id) {
+                    let param = format!("{}.tool_use_id", param());
+                    let message = format!(
+                        "{param}: unexpected tool_use_id `{}` in a tool_result block: each \
+                         tool_result must answer a tool_use block of the previous assistant \
+                         message.",
+                        tool_use_id.chars().take(64).collect::<String>()
+                    );
+                    return Err(ApiError::bad_param(param, message));
+                }
+                out.push(Message::Tool {
+                    tool_call_id: tool_use_id,
+                    content: result_content(content, &param())?,
+                    name: None,
+                    is_error,
+                })
+            }
             _ => {
                 return Err(ApiError::bad_param(
                     param(),
@@ -521,11 +595,18 @@ fn assistant_turn(i: usize, content: TextOrBlocks, out: &mut Vec<Message>) -> Re
                 }
                 text.push_str(&t);
             }
-            Block::ToolUse { id, name, input } => calls.push(ToolCall {
-                id,
-                name,
-                arguments: arguments(input),
-            }),
+            Block::ToolUse { id, name, input } => {
+                if !(input.is_object() || input.is_null()) {
+                    let param = format!("{}.input", param());
+                    let message = format!("{param}: Input should be an object");
+                    return Err(ApiError::bad_param(param, message));
+                }
+                calls.push(ToolCall {
+                    id,
+                    name,
+                    arguments: arguments(input),
+                })
+            }
             Block::ServerToolUse { id, name, input } => {
                 let Some(tool) = ServerTool::of_wire_name(&name) else {
                     return Err(ApiError::bad_param(
@@ -655,10 +736,17 @@ fn tool(i: usize, tool: WireTool) -> Result<Declared, ApiError> {
             ));
         }
     }
+    let Some(input_schema) = tool.input_schema else {
+        return Err(ApiError::bad_param(
+            format!("tools.{i}.input_schema"),
+            format!("tools.{i}.input_schema: Field required (a custom tool needs one)"),
+        ));
+    };
+    check_properties(&input_schema, &format!("tools.{i}.input_schema"))?;
     Ok(Declared::Custom(ToolSpec {
         name: tool.name,
         description: tool.description,
-        parameters: tool.input_schema,
+        parameters: Some(input_schema),
         strict: None,
     }))
 }

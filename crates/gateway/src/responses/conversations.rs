@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use toolbridge_state::{ConversationRecord, StoreError};
 
 use super::{ids, json_response, request, ListQuery};
+use crate::decode::Query;
 use crate::error::ApiError;
 use crate::routes::User;
 use crate::state::AppState;
@@ -43,12 +44,24 @@ fn body_json(bytes: &[u8]) -> Result<Value, ApiError> {
     if bytes.is_empty() {
         return Ok(json!({}));
     }
-    match serde_json::from_slice::<Value>(bytes) {
+    match crate::decode::unique_value(bytes) {
         Ok(v @ Value::Object(_)) => Ok(v),
-        _ => Err(ApiError::bad_request(
+        Ok(_) => Err(ApiError::bad_request(
             "The request body must be a JSON object.",
         )),
+        Err(e) => Err(e.to_openai()),
     }
+}
+
+/// A conversation request's body: JSON, read within the body limits.
+async fn read_json(
+    state: &AppState,
+    headers: &axum::http::HeaderMap,
+    body: axum::body::Body,
+) -> Result<Value, ApiError> {
+    crate::browser::check_json_body(headers)?;
+    let bytes = crate::request::read_body(body, headers, &state.limits).await?;
+    body_json(&bytes)
 }
 
 /// `POST /v1/conversations`: `{"items": [...], "metadata": {...}}`, both optional.
@@ -56,12 +69,9 @@ pub(crate) async fn create(
     State(state): State<Arc<AppState>>,
     Extension(User(owner)): Extension<User>,
     headers: axum::http::HeaderMap,
-    body: axum::body::Bytes,
+    body: axum::body::Body,
 ) -> Response {
-    if let Err(e) = crate::browser::check_json_body(&headers) {
-        return e.into_response();
-    }
-    let body = match body_json(&body) {
+    let body = match read_json(&state, &headers, body).await {
         Ok(b) => b,
         Err(e) => return e.into_response(),
     };
@@ -126,12 +136,12 @@ pub(crate) async fn update(
     Extension(User(owner)): Extension<User>,
     Path(id): Path<String>,
     headers: axum::http::HeaderMap,
-    body: axum::body::Bytes,
+    body: axum::body::Body,
 ) -> Response {
-    if let Err(e) = crate::browser::check_json_body(&headers) {
-        return e.into_response();
-    }
-    let metadata = match body_json(&body).and_then(|b| metadata_of(&b)) {
+    let metadata = match read_json(&state, &headers, body)
+        .await
+        .and_then(|b| metadata_of(&b))
+    {
         Ok(m) => m,
         Err(e) => return e.into_response(),
     };

@@ -10,7 +10,8 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Multipart, Path, Query, State};
+use axum::extract::multipart::MultipartRejection;
+use axum::extract::{Multipart, Path, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
@@ -19,6 +20,7 @@ use serde_json::{json, Value};
 use toolbridge_state::{FileFilter, FileRecord, StoreError};
 
 use super::json_response;
+use crate::decode::Query;
 use crate::error::ApiError;
 use crate::routes::User;
 use crate::state::AppState;
@@ -99,13 +101,48 @@ pub(crate) fn sniff(bytes: &[u8]) -> &'static str {
     }
 }
 
-/// The client's name, for display: its last path component, printable, at most 255 bytes.
+/// Whether `c` is invisible or reorders the text around it: the bidirectional embeddings,
+/// overrides, isolates and marks, and the other format characters (zero-width ones, the byte
+/// order mark, the soft hyphen, tags, fillers). In a name shown to a user one can disguise it:
+/// `invoice\u{202E}fdp.exe` displays as `invoiceexe.pdf`.
+pub(crate) fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{061C}'
+            | '\u{115F}'
+            | '\u{1160}'
+            | '\u{17B4}'
+            | '\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{3164}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E0FFF}'
+    )
+}
+
+/// A name as it may be shown: invisible and reordering characters dropped, control characters
+/// as `_`.
+pub(crate) fn visible(name: &str) -> String {
+    name.chars()
+        .filter(|c| !is_invisible(*c))
+        .map(|c| if c.is_control() { '_' } else { c })
+        .collect()
+}
+
+/// The client's name, for display: its last path component, visible ([`visible`]), at most
+/// 255 bytes.
 pub(crate) fn display_name(name: &str) -> String {
     let base = name.rsplit(['/', '\\']).next().unwrap_or_default();
-    let mut clean: String = base
-        .chars()
-        .map(|c| if c.is_control() { '_' } else { c })
-        .collect();
+    let mut clean = visible(base);
     while clean.len() > 255 {
         clean.pop();
     }
@@ -121,8 +158,19 @@ pub(crate) fn display_name(name: &str) -> String {
 pub(crate) async fn upload(
     State(state): State<Arc<AppState>>,
     Extension(User(owner)): Extension<User>,
-    mut multipart: Multipart,
+    multipart: Result<Multipart, MultipartRejection>,
 ) -> Response {
+    let mut multipart = match multipart {
+        Ok(m) => m,
+        Err(_) => {
+            return ApiError::bad_param(
+                "file",
+                "The body must be multipart/form-data (Content-Type with a boundary) holding \
+                 'file' and 'purpose'.",
+            )
+            .into_response()
+        }
+    };
     let max = state.responses.max_file_bytes();
     let mut purpose = None;
     let mut file: Option<(String, Vec<u8>)> = None;
@@ -131,8 +179,11 @@ pub(crate) async fn upload(
             Ok(Some(f)) => f,
             Ok(None) => break,
             Err(e) => {
-                return ApiError::bad_request(format!("The multipart body could not be read: {e}."))
-                    .into_response()
+                return ApiError::bad_param(
+                    "file",
+                    format!("The multipart body could not be read: {e}."),
+                )
+                .into_response()
             }
         };
         match field.name() {
@@ -150,19 +201,17 @@ pub(crate) async fn upload(
                     match field.chunk().await {
                         Ok(Some(chunk)) => {
                             if (bytes.len() + chunk.len()) as u64 > max {
-                                return ApiError::bad_param(
-                                    "file",
-                                    format!("The file is larger than the limit of {max} bytes."),
-                                )
-                                .into_response();
+                                let max = usize::try_from(max).unwrap_or(usize::MAX);
+                                return ApiError::too_large(max).with_param("file").into_response();
                             }
                             bytes.extend_from_slice(&chunk);
                         }
                         Ok(None) => break,
                         Err(e) => {
-                            return ApiError::bad_request(format!(
-                                "The upload could not be read: {e}."
-                            ))
+                            return ApiError::bad_param(
+                                "file",
+                                format!("The upload could not be read: {e}."),
+                            )
                             .into_response()
                         }
                     }
@@ -410,5 +459,15 @@ mod tests {
         assert_eq!(display_name("C:\\Users\\x\\data.csv"), "data.csv");
         assert_eq!(display_name(".."), "upload");
         assert_eq!(display_name("a\nb.txt"), "a_b.txt");
+        assert_eq!(display_name("invoice\u{202E}fdp.exe"), "invoicefdp.exe");
+        for c in [
+            '\u{202A}', '\u{2066}', '\u{2069}', '\u{200E}', '\u{200F}', '\u{061C}', '\u{200B}',
+            '\u{FEFF}',
+        ] {
+            assert_eq!(display_name(&format!("a{c}b.txt")), "ab.txt", "{c:?}");
+        }
+        assert_eq!(display_name("\u{202E}"), "upload");
+        assert_eq!(visible("out/r\u{2067}eport.csv"), "out/report.csv");
+        assert_eq!(display_name("données façade ☃.csv"), "données façade ☃.csv");
     }
 }

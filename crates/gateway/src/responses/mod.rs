@@ -30,13 +30,14 @@ pub(crate) mod tools;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use serde_json::{json, Value};
 
 use crate::browser;
+use crate::decode::Query;
 use crate::depth::check_depth;
 use crate::error::ApiError;
 use crate::metrics::StreamLabel;

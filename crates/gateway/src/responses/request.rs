@@ -95,11 +95,8 @@ const KNOWN_IGNORED: &[&str] = &[
 
 /// Decodes a request body (already checked for size and depth).
 pub(crate) fn decode(bytes: &[u8]) -> Result<ResponsesRequest, ApiError> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
-        ApiError::bad_request(format!(
-            "We could not parse the JSON body of your request. ({e})"
-        ))
-    })?;
+    // A key given twice is refused: which of the two a server reads is anyone's guess.
+    let value = crate::decode::unique_value(bytes).map_err(|e| e.to_openai())?;
     let Value::Object(mut body) = value else {
         return Err(ApiError::bad_request(
             "The request body must be a JSON object.",
@@ -173,8 +170,8 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<ResponsesRequest, ApiError> {
     }
     let max_tool_calls =
         opt_u64(&mut body, "max_tool_calls")?.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
-    let temperature = opt_f64(&mut body, "temperature")?;
-    let top_p = opt_f64(&mut body, "top_p")?;
+    let temperature = in_range(opt_f64(&mut body, "temperature")?, "temperature", 2.0)?;
+    let top_p = in_range(opt_f64(&mut body, "top_p")?, "top_p", 1.0)?;
     let metadata = match body.remove("metadata") {
         None | Some(Value::Null) => Value::Object(Map::new()),
         Some(Value::Object(m)) => {
@@ -318,6 +315,17 @@ fn opt_f64(body: &mut Map<String, Value>, key: &'static str) -> Result<Option<f6
     }
 }
 
+/// A sampling parameter within OpenAI's range, 0 to `max`.
+fn in_range(value: Option<f64>, key: &'static str, max: f64) -> Result<Option<f64>, ApiError> {
+    match value {
+        Some(v) if !(0.0..=max).contains(&v) => Err(ApiError::bad_param(
+            key,
+            format!("Invalid '{key}': {v} is not between 0 and {max}."),
+        )),
+        _ => Ok(value),
+    }
+}
+
 type Decoded = (
     Vec<Value>,
     Vec<Message>,
@@ -382,7 +390,18 @@ fn decode_input(input: Value) -> Result<Decoded, ApiError> {
             "code_interpreter_call" => builder.code_interpreter(obj),
             // Reasoning, hosted calls whose result the next message states, references to
             // stored items: nothing the model needs again beyond the messages around them.
-            other => tracing::debug!(item = %other, "responses: input item not sent to the model"),
+            other if HISTORY_ITEMS.contains(&other) => {
+                tracing::debug!(item = %other, "responses: input item not sent to the model")
+            }
+            other => {
+                return Err(ApiError::bad_param(
+                    format!("input[{i}].type"),
+                    format!(
+                        "Invalid 'input[{i}].type': '{}' is not an input item type.",
+                        other.chars().take(40).collect::<String>()
+                    ),
+                ))
+            }
         }
         if !obj.contains_key("id") {
             let prefix = match kind.as_str() {
@@ -402,6 +421,33 @@ fn decode_input(input: Value) -> Result<Decoded, ApiError> {
     } = builder;
     Ok((out_items, messages, outputs, files))
 }
+
+/// Input item types that are history only: what OpenAI returns as output items (clients send
+/// them back), and Codex's own (`compaction`, `ghost_snapshot`).
+const HISTORY_ITEMS: &[&str] = &[
+    "reasoning",
+    "item_reference",
+    "web_search_call",
+    "file_search_call",
+    "computer_call",
+    "computer_call_output",
+    "image_generation_call",
+    "local_shell_call",
+    "local_shell_call_output",
+    "shell_call",
+    "shell_call_output",
+    "apply_patch_call",
+    "apply_patch_call_output",
+    "mcp_list_tools",
+    "mcp_approval_request",
+    "mcp_approval_response",
+    "mcp_call",
+    "tool_search_call",
+    "tool_search_output",
+    "compaction",
+    "compaction_summary",
+    "ghost_snapshot",
+];
 
 fn item_error(index: usize, what: &str) -> ApiError {
     ApiError::bad_param(
@@ -467,7 +513,18 @@ impl Messages {
         let arguments = if kind == "custom_tool_call" {
             serde_json::json!({ CUSTOM_INPUT_FIELD: text("input").unwrap_or_default() }).to_string()
         } else {
-            text("arguments").unwrap_or_else(|| "{}".into())
+            match obj.get("arguments") {
+                None | Some(Value::Null) => "{}".into(),
+                Some(Value::String(arguments)) => arguments.clone(),
+                Some(_) => {
+                    return Err(ApiError::bad_param(
+                        format!("input[{i}].arguments"),
+                        format!(
+                            "Invalid type for 'input[{i}].arguments': expected a string of JSON."
+                        ),
+                    ))
+                }
+            }
         };
         let call = ToolCall {
             id: call_id,
@@ -548,7 +605,7 @@ fn content_of(
         Some(Value::String(s)) => Ok(Content::Text(s.clone())),
         Some(Value::Array(parts)) => {
             let mut out = Vec::with_capacity(parts.len());
-            for part in parts {
+            for (j, part) in parts.iter().enumerate() {
                 let kind = part.get("type").and_then(Value::as_str).unwrap_or_default();
                 let text = || part.get("text").and_then(Value::as_str).unwrap_or_default();
                 match kind {
@@ -563,15 +620,22 @@ fn content_of(
                             .to_owned(),
                     }),
                     "input_image" => match part.get("image_url").and_then(Value::as_str) {
-                        Some(url) if url.starts_with("data:") => out.push(ContentPart::ImageUrl {
-                            image_url: ImageUrl {
-                                url: url.to_owned(),
-                                detail: part
-                                    .get("detail")
-                                    .and_then(Value::as_str)
-                                    .map(str::to_owned),
-                            },
-                        }),
+                        Some(url) if url.starts_with("data:") => {
+                            check_data_image(url).map_err(|why| {
+                                let param = format!("input[{i}].content[{j}].image_url");
+                                let message = format!("Invalid '{param}': {why}.");
+                                ApiError::bad_param(param, message)
+                            })?;
+                            out.push(ContentPart::ImageUrl {
+                                image_url: ImageUrl {
+                                    url: url.to_owned(),
+                                    detail: part
+                                        .get("detail")
+                                        .and_then(Value::as_str)
+                                        .map(str::to_owned),
+                                },
+                            })
+                        }
                         Some(_) => {
                             return Err(item_error(
                                 i,
@@ -632,6 +696,37 @@ fn content_of(
             "'content' must be a string or an array of parts",
         )),
     }
+}
+
+/// A `data:` image URL that holds an image: `data:image/…;base64,` and base64 whose bytes are
+/// one of the image types models take (PNG, JPEG, GIF, WebP). Says what is wrong otherwise.
+pub(crate) fn check_data_image(url: &str) -> Result<(), &'static str> {
+    use base64::Engine as _;
+    let Some((head, data)) = url
+        .strip_prefix("data:")
+        .and_then(|rest| rest.split_once(','))
+    else {
+        return Err("a data: URL needs a ',' before its data");
+    };
+    let Some(media_type) = head.strip_suffix(";base64") else {
+        return Err("an image data: URL must be base64 (data:image/png;base64,…)");
+    };
+    if !media_type.starts_with("image/") {
+        return Err("the data: URL's media type is not an image type");
+    }
+    // Padding optional: some encoders leave it out, and it carries nothing.
+    let lenient = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        base64::engine::GeneralPurposeConfig::new()
+            .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+    );
+    let bytes = lenient
+        .decode(data.trim())
+        .map_err(|_| "the data: URL's data is not valid base64")?;
+    if !super::files::sniff(&bytes).starts_with("image/") {
+        return Err("the data: URL's bytes are not a PNG, JPEG, GIF or WebP image");
+    }
+    Ok(())
 }
 
 /// What a `tool_choice` forces: `none` and `auto` nothing (`none` takes the tools away),

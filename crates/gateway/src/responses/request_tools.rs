@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 use toolbridge_protocol::types::ToolSpec;
+use toolbridge_protocol::validate::{validate_tool, ToolField};
 
 use super::remote_mcp::{RemoteHeaders, MAX_REMOTE_SERVERS};
 use super::request::type_error;
@@ -138,7 +139,7 @@ pub(super) fn decode_tools(tools: Option<Value>) -> Result<Tools, ApiError> {
     let mut hosted = Vec::new();
     let mut client = Vec::new();
     for (i, tool) in tools.iter().enumerate() {
-        collect_tool(i, tool, &mut hosted, &mut client)?;
+        collect_tool(&format!("tools[{i}]"), tool, &mut hosted, &mut client)?;
     }
     check_mcp_labels(&hosted)?;
     let mut seen = std::collections::HashSet::new();
@@ -153,13 +154,15 @@ pub(super) fn decode_tools(tools: Option<Value>) -> Result<Tools, ApiError> {
     Ok((hosted, client, tools))
 }
 
+/// One tool of the request; `at` is where it is (`tools[2]`, `tools[0].tools[1]` in a
+/// namespace).
 fn collect_tool(
-    i: usize,
+    at: &str,
     tool: &Value,
     hosted: &mut Vec<Hosted>,
     client: &mut Vec<ClientTool>,
 ) -> Result<(), ApiError> {
-    let param = || format!("tools[{i}]");
+    let param = || at.to_owned();
     let kind = tool.get("type").and_then(Value::as_str).unwrap_or_default();
     let name = || tool.get("name").and_then(Value::as_str).map(str::to_owned);
     match kind {
@@ -167,7 +170,7 @@ fn collect_tool(
             let Some(name) = name() else {
                 return Err(ApiError::bad_param(
                     param(),
-                    format!("Missing required parameter: 'tools[{i}].name'."),
+                    format!("Missing required parameter: '{at}.name'."),
                 ));
             };
             let parameters = tool
@@ -175,13 +178,15 @@ fn collect_tool(
                 .cloned()
                 .filter(|p| !p.is_null())
                 .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
+            let spec = ToolSpec {
+                name,
+                description: text_field(tool, "description"),
+                parameters: Some(parameters),
+                strict: tool.get("strict").and_then(Value::as_bool),
+            };
+            check_client_tool(at, &spec)?;
             client.push(ClientTool {
-                spec: ToolSpec {
-                    name,
-                    description: text_field(tool, "description"),
-                    parameters: Some(parameters),
-                    strict: tool.get("strict").and_then(Value::as_bool),
-                },
+                spec,
                 kind: ClientKind::Function,
             });
         }
@@ -189,32 +194,35 @@ fn collect_tool(
             let Some(name) = name() else {
                 return Err(ApiError::bad_param(
                     param(),
-                    format!("Missing required parameter: 'tools[{i}].name'."),
+                    format!("Missing required parameter: '{at}.name'."),
                 ));
             };
+            let spec = ToolSpec {
+                name,
+                description: text_field(tool, "description"),
+                parameters: Some(serde_json::json!({
+                    "type": "object",
+                    "properties": {CUSTOM_INPUT_FIELD: {"type": "string"}},
+                    "required": [CUSTOM_INPUT_FIELD],
+                })),
+                strict: None,
+            };
+            check_client_tool(at, &spec)?;
             client.push(ClientTool {
-                spec: ToolSpec {
-                    name,
-                    description: text_field(tool, "description"),
-                    parameters: Some(serde_json::json!({
-                        "type": "object",
-                        "properties": {CUSTOM_INPUT_FIELD: {"type": "string"}},
-                        "required": [CUSTOM_INPUT_FIELD],
-                    })),
-                    strict: None,
-                },
+                spec,
                 kind: ClientKind::Custom,
             });
         }
         // Codex groups function tools in a namespace: each is a client tool of its own.
         "namespace" => {
-            for inner in tool
+            for (k, inner) in tool
                 .get("tools")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
+                .enumerate()
             {
-                collect_tool(i, inner, hosted, client)?;
+                collect_tool(&format!("{at}.tools[{k}]"), inner, hosted, client)?;
             }
         }
         k if k.starts_with("web_search") => hosted.push(Hosted::WebSearch),
@@ -224,7 +232,7 @@ fn collect_tool(
             let Some(label) = tool.get("server_label").and_then(Value::as_str) else {
                 return Err(ApiError::bad_param(
                     param(),
-                    format!("Missing required parameter: 'tools[{i}].server_label'."),
+                    format!("Missing required parameter: '{at}.server_label'."),
                 ));
             };
             hosted.push(Hosted::Mcp {
@@ -253,10 +261,26 @@ fn collect_tool(
         "" => {
             return Err(ApiError::bad_param(
                 param(),
-                format!("Missing required parameter: 'tools[{i}].type'."),
+                format!("Missing required parameter: '{at}.type'."),
             ))
         }
         other => hosted.push(Hosted::Other(other.chars().take(64).collect())),
+    }
+    Ok(())
+}
+
+/// A client tool's name and parameters as OpenAI accepts them (`^[a-zA-Z0-9_-]{1,64}$`, a JSON
+/// Schema object): a name outside that alphabet would be written into prompts as it is.
+fn check_client_tool(at: &str, spec: &ToolSpec) -> Result<(), ApiError> {
+    validate_tool(0, spec).map_err(|e| {
+        let field = match e.field {
+            ToolField::Name => "name",
+            ToolField::Parameters => "parameters",
+        };
+        ApiError::bad_param(format!("{at}.{field}"), e.message)
+    })?;
+    if let Some(parameters) = &spec.parameters {
+        crate::schema::check_properties(parameters, &format!("{at}.parameters"))?;
     }
     Ok(())
 }

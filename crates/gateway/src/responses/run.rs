@@ -141,6 +141,18 @@ pub(crate) async fn prepare(
         ),
         None => None,
     };
+    let mut answerable = Answerable::default();
+    answerable.items(&request.input_items);
+    if let Some(p) = &previous {
+        answerable.messages(&p.context["messages"]);
+        answerable.items_of(&p.body["output"]);
+        answerable.awaited_in(&p.body["output"]);
+    }
+    if let Some(c) = &conversation {
+        answerable.messages(&c.context["messages"]);
+        answerable.items_of(&c.items);
+    }
+    answerable.check(&request.input_items)?;
     let earlier_context = previous
         .as_ref()
         .map(|p| &p.context)
@@ -241,6 +253,102 @@ pub(crate) async fn prepare(
         conversation,
         resumed,
     })
+}
+
+/// The calls a request's outputs may answer and the approval requests its approval responses
+/// may answer: those of its own input and of the history it continues (the previous response's
+/// or the conversation's). An answer to nothing would reach the model as the result of a call
+/// it never made.
+#[derive(Default)]
+struct Answerable {
+    calls: HashSet<String>,
+    approvals: HashSet<String>,
+    /// The calls of the previous response's output, named in the error as what it waits for.
+    awaited: Vec<String>,
+}
+
+impl Answerable {
+    fn items(&mut self, items: &[Value]) {
+        for item in items {
+            let text = |key: &str| item[key].as_str().map(str::to_owned);
+            match item["type"].as_str() {
+                Some("function_call" | "custom_tool_call") => self.calls.extend(text("call_id")),
+                Some("mcp_approval_request") => self.approvals.extend(text("id")),
+                _ => {}
+            }
+        }
+    }
+
+    fn awaited_in(&mut self, output: &Value) {
+        let calls = output
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|i| {
+                matches!(
+                    i["type"].as_str(),
+                    Some("function_call" | "custom_tool_call")
+                )
+            })
+            .filter_map(|i| i["call_id"].as_str());
+        self.awaited.extend(calls.take(8).map(str::to_owned));
+    }
+
+    fn items_of(&mut self, items: &Value) {
+        if let Some(items) = items.as_array() {
+            self.items(items);
+        }
+    }
+
+    /// Stored messages in Chat Completions' form: the assistant's `tool_calls`.
+    fn messages(&mut self, messages: &Value) {
+        let calls = messages
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m["tool_calls"].as_array())
+            .flatten()
+            .filter_map(|c| c["id"].as_str());
+        self.calls.extend(calls.map(str::to_owned));
+    }
+
+    /// Each answer in `input` answers something known. An `item_reference` may stand for a
+    /// call this does not look up, so a request with one is not checked.
+    fn check(&self, input: &[Value]) -> Result<(), ApiError> {
+        if input.iter().any(|i| i["type"] == "item_reference") {
+            return Ok(());
+        }
+        for (i, item) in input.iter().enumerate() {
+            let (key, known, what) = match item["type"].as_str() {
+                Some("function_call_output" | "custom_tool_call_output") => {
+                    ("call_id", &self.calls, "call")
+                }
+                Some("mcp_approval_response") => (
+                    "approval_request_id",
+                    &self.approvals,
+                    "MCP approval request",
+                ),
+                _ => continue,
+            };
+            let id = item[key].as_str().unwrap_or_default();
+            if !known.contains(id) {
+                let param = format!("input[{i}].{key}");
+                let mut message = format!(
+                    "Invalid '{param}': no {what} with id '{}' is in this request's input or in \
+                     the response or conversation it continues.",
+                    id.chars().take(64).collect::<String>()
+                );
+                if !self.awaited.is_empty() && key == "call_id" {
+                    message.push_str(&format!(
+                        " The previous response waits for the outputs of: {}.",
+                        self.awaited.join(", ")
+                    ));
+                }
+                return Err(ApiError::bad_param(param, message));
+            }
+        }
+        Ok(())
+    }
 }
 
 fn store_error(e: toolbridge_state::StoreError) -> ApiError {

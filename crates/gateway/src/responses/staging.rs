@@ -39,7 +39,8 @@ pub(crate) async fn stage(
                     .ok()
                     .flatten()
                     .ok_or_else(|| ApiError::no_such("file", id, Some("input")))?;
-                (meta.filename, bytes)
+                // Stored names are display names already; older records are made so too.
+                (display_name(&meta.filename), bytes)
             }
             FileSource::Inline { filename, data } => {
                 let b64 = data
@@ -150,15 +151,17 @@ pub(crate) async fn keep_outputs(
                 continue;
             }
         };
+        // Shown as a container file's name and path: nothing invisible in it.
+        let filename = super::files::visible(&file.relative);
         let id = existing
             .iter()
-            .find(|f| f.filename == file.relative)
+            .find(|f| f.filename == filename)
             .map_or_else(toolbridge_state::new_file_id, |f| f.id.clone());
         let now = toolbridge_state::now();
         let record = FileRecord {
             id,
             owner: owner.to_owned(),
-            filename: file.relative.clone(),
+            filename,
             purpose: "assistants_output".into(),
             bytes: bytes.len() as u64,
             created_at: now,
