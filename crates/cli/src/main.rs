@@ -1,9 +1,14 @@
 //! `toolbridge`: tool calling for every language model.
 
+// Standard output goes through `out!`/`outln!` (see out.rs): a closed pipe is a quiet exit,
+// never a panic.
+#![deny(clippy::print_stdout)]
+
 mod agent;
 mod commands;
 mod config;
 mod logging;
+mod out;
 mod providers;
 mod telemetry;
 mod term;
@@ -77,6 +82,9 @@ fn main() -> ExitCode {
     telemetry::shutdown();
     match result {
         Ok(code) => code,
+        // The reader of standard output went away (`| head`): what it wanted it has, so the
+        // command ends quietly and successfully, as ripgrep and fd do (see out.rs).
+        Err(err) if out::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("toolbridge: {}", error_chain(&err));
             ExitCode::FAILURE

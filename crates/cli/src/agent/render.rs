@@ -66,6 +66,8 @@ pub struct Renderer {
     markdown: Option<MarkdownStream>,
     /// The last character written to stdout (to end the answer with a newline).
     last: Option<char>,
+    /// Standard output's reader went away (`| head`): nothing more is written there.
+    stdout_closed: bool,
 }
 
 fn preview(text: &str, chars: usize) -> String {
@@ -96,6 +98,23 @@ impl Renderer {
                 })
             }),
             last: None,
+            stdout_closed: false,
+        }
+    }
+
+    /// Whether standard output's reader went away: the caller stops the run (see out.rs).
+    pub fn stdout_closed(&self) -> bool {
+        self.stdout_closed
+    }
+
+    /// Writes to standard output unless its reader has gone; a failed write means it has.
+    fn write_stdout(&mut self, bytes: &[u8]) {
+        if self.stdout_closed {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        if out.write_all(bytes).and_then(|()| out.flush()).is_err() {
+            self.stdout_closed = true;
         }
     }
 
@@ -124,9 +143,7 @@ impl Renderer {
         if text.is_empty() {
             return;
         }
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
+        self.write_stdout(text.as_bytes());
         if let Some(c) = text.chars().last() {
             self.last = Some(c);
         }
@@ -159,9 +176,7 @@ impl Renderer {
                 _ => self.stop_spinner(),
             }
             if let Ok(line) = serde_json::to_string(event) {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{line}");
-                let _ = out.flush();
+                self.write_stdout(format!("{line}\n").as_bytes());
             }
             return;
         }

@@ -76,9 +76,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let loaded = config::load(args.config.as_deref())?;
     let views = list(&loaded.config, &ProcessEnv);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&views)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&views)?)?;
     } else {
-        print!("{}", text(&views));
+        crate::out!("{}", text(&views))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -53,9 +53,9 @@ pub fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
     runtime.block_on(root.shutdown());
     let specs = specs?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&specs)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&specs)?)?;
     } else if specs.is_empty() {
-        println!("(no tools: enable built-in tools with `enabled = [\"web_fetch\", …]` under [tools] in toolbridge.toml, add MCP servers with [[mcp_servers]] or --mcp; skills appear here once configured)");
+        crate::outln!("(no tools: enable built-in tools with `enabled = [\"web_fetch\", …]` under [tools] in toolbridge.toml, add MCP servers with [[mcp_servers]] or --mcp; skills appear here once configured)")?;
     } else {
         let width = specs
             .iter()
@@ -69,9 +69,9 @@ pub fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
             if any_mcp {
                 // The server column: `-` for built-in tools and skills.
                 let server = server.as_deref().unwrap_or("-");
-                println!("{:<width$} {:<12} {}", spec.name, server, summary);
+                crate::outln!("{:<width$} {:<12} {}", spec.name, server, summary)?;
             } else {
-                println!("{:<width$} {}", spec.name, summary);
+                crate::outln!("{:<width$} {}", spec.name, summary)?;
             }
         }
     }
@@ -104,27 +104,27 @@ pub fn skills(args: SkillsArgs) -> anyhow::Result<ExitCode> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&list)?)?;
     } else if skills.is_empty() {
-        println!("(no skills: add folders with --skills DIR or skill_dirs under [agent])");
+        crate::outln!("(no skills: add folders with --skills DIR or skill_dirs under [agent])")?;
     } else {
         for skill in skills.iter() {
-            println!("{}: {}", skill.name, skill.description);
+            crate::outln!("{}: {}", skill.name, skill.description)?;
         }
         if !report.cut.is_empty() {
-            println!(
+            crate::outln!(
                 "\nnote: the model's listing cuts descriptions at {} characters: {}",
                 DESCRIPTION_LIMIT,
                 report.cut.join(", ")
-            );
+            )?;
         }
         if !report.dropped.is_empty() {
-            println!(
+            crate::outln!(
                 "\nwarning: {} not in the model's listing (over its budget of {} characters; raise `skill_listing_budget` under [agent]): {}",
                 plural(report.dropped.len()),
                 skills.listing_budget(),
                 report.dropped.join(", ")
-            );
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)
