@@ -78,7 +78,8 @@ pub struct ServedModels {
     /// Configured models whose API key variable is unset, with the reason: served with 503
     /// until the key is set (a missing key is the environment's, not the file's).
     pub unavailable: Vec<(String, String)>,
-    /// When no model is configured: whether the embedded default is served (`Ok`), or why not.
+    /// When no `[[models]]` entry can answer: whether the model `run` uses by default (see
+    /// [`run_default`]) is served (`Ok`), or why not.
     pub default_model: Option<Result<(), String>>,
 }
 
@@ -95,12 +96,40 @@ impl std::fmt::Debug for ServedModels {
     }
 }
 
-/// Builds every `[[models]]` entry for a server; with none at all, the embedded default. What
-/// is left out and why goes to stderr as it is found (a missing key, no default model).
+/// The model `run` and `chat` use without `--model`, when it is not a `[[models]]` entry: the
+/// `[agent] model` written `provider:model` (or `embedded`), or the embedded default
+/// ([`DEFAULT_MODEL`]) when `[agent] model` is unset. `None` when `[agent] model` names an
+/// entry. `toolbridge models` lists it after the entries, under this name.
+pub fn run_default<'a>(
+    agent_model: Option<&'a str>,
+    configured: &[ModelConfig],
+) -> Option<&'a str> {
+    match agent_model {
+        None => Some(DEFAULT_MODEL),
+        Some(name) if configured.iter().any(|m| m.name == name) => None,
+        Some(name) => Some(name),
+    }
+}
+
+/// Whether a server serves the [`run_default`] model besides the `[[models]]` entries: when
+/// none of them can answer (none is configured, or every one lacks its API key), so that
+/// `serve` answers with the model `run` would use rather than with nothing. With an entry that
+/// can answer the default is not served: the embedded default would be loaded (or downloaded)
+/// at every start for a model nobody asked the server for. `toolbridge models` says the same
+/// from the same rule.
+pub fn serves_run_default(usable_entries: usize) -> bool {
+    usable_entries == 0
+}
+
+/// Builds every `[[models]]` entry for a server, and the model `run` uses by default when no
+/// entry can answer ([`serves_run_default`]). What is left out and why goes to stderr as it is
+/// found (a missing key, no default model).
 pub fn served_models(
     registry: &ProviderRegistry,
     env: &dyn Env,
     configured: &[ModelConfig],
+    agent_model: Option<&str>,
+    mode: Option<ToolMode>,
 ) -> Result<ServedModels, RuntimeError> {
     let mut served = ServedModels::default();
     for config in configured {
@@ -118,22 +147,41 @@ pub fn served_models(
             Err(err) => return Err(RuntimeError::Served(err)),
         }
     }
-    if configured.is_empty() {
-        // No model configured: serve the embedded default (pulled on first use) as `embedded`.
-        served.default_model = Some(match registry.model_from_spec(DEFAULT_MODEL, None, env) {
-            Ok(model) => {
-                eprintln!("toolbridge: no [[models]] configured; serving the embedded default model as `embedded`");
-                served.models.push(model);
-                Ok(())
-            }
-            Err(err) => {
-                let reason = error_line(&err);
-                eprintln!("toolbridge: no embedded default model: {reason}");
-                Err(reason)
-            }
-        });
+    let default = run_default(agent_model, configured);
+    if let Some(spec) = default.filter(|_| serves_run_default(served.models.len())) {
+        served.default_model = Some(
+            serve_run_default(registry, env, spec, mode, configured.is_empty())
+                .map(|model| served.models.push(model)),
+        );
     }
     Ok(served)
+}
+
+/// The [`run_default`] model `spec` for a server, saying why it is served (or why it cannot
+/// be).
+fn serve_run_default(
+    registry: &ProviderRegistry,
+    env: &dyn Env,
+    spec: &str,
+    mode: Option<ToolMode>,
+    none_configured: bool,
+) -> Result<Model, String> {
+    let why = if none_configured {
+        "no [[models]] configured"
+    } else {
+        "no [[models]] entry can answer"
+    };
+    match registry.model_from_spec(spec, mode, env) {
+        Ok(model) => {
+            eprintln!("toolbridge: {why}; serving `{spec}`, the model run and chat use");
+            Ok(model)
+        }
+        Err(err) => {
+            let reason = error_line(&err);
+            eprintln!("toolbridge: {why}, and the model run and chat use, `{spec}`, cannot be served: {reason}");
+            Err(reason)
+        }
+    }
 }
 
 /// An error and its causes on one line, `outer: inner`.
