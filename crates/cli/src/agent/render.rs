@@ -7,6 +7,7 @@ use std::io::{IsTerminal, Write};
 
 use toolbridge_agent::{CallStatus, FinalizationReason, Outcome, RunEvent};
 
+use crate::agent::runlog::RunLog;
 use crate::term::color::ColorChoice;
 use crate::term::markdown::{self, MarkdownStream};
 use crate::term::spinner::{self, Spinner};
@@ -68,6 +69,8 @@ pub struct Renderer {
     last: Option<char>,
     /// Standard output's reader went away (`| head`): nothing more is written there.
     stdout_closed: bool,
+    /// The `-v` log lines of the run.
+    log: RunLog,
 }
 
 fn preview(text: &str, chars: usize) -> String {
@@ -99,6 +102,7 @@ impl Renderer {
             }),
             last: None,
             stdout_closed: false,
+            log: RunLog::default(),
         }
     }
 
@@ -169,6 +173,7 @@ impl Renderer {
     }
 
     pub fn event(&mut self, event: &RunEvent) {
+        self.log.event(event);
         if self.json {
             // The waiting spinner is on stderr, so it may go with JSON on stdout too.
             match event {
