@@ -50,11 +50,32 @@ pub fn resolve_model(
         .map_err(RuntimeError::Spec)
 }
 
-/// A name without `provider:` that no `[[models]]` entry defines: say what was looked at.
+/// The known name closest to `name` when it is close enough to be a typo (`embeded` →
+/// `embedded`): within a third of its length in edits, at least one.
+pub fn did_you_mean<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let most = (name.chars().count() / 3).max(1);
+    known
+        .into_iter()
+        .map(|candidate| (strsim::damerau_levenshtein(name, candidate), candidate))
+        .filter(|(distance, _)| *distance <= most)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate)
+}
+
+/// A name without `provider:` that no `[[models]]` entry defines: say what was looked at, and
+/// the name it was probably meant to be.
 fn unknown_bare_name(name: &str, models: &[ModelConfig], origin: &Origin) -> String {
     const HOW: &str = "a bare model name must be defined under [[models]] in toolbridge.toml, or written provider:model (for example openai:gpt-4o-mini, ollama:qwen2.5, scripted:replies.json)";
+    let known = models
+        .iter()
+        .map(|m| m.name.as_str())
+        .chain([DEFAULT_MODEL]);
+    let named = match did_you_mean(name, known) {
+        Some(meant) => format!("no model named `{name}` (did you mean `{meant}`?)"),
+        None => format!("no model named `{name}`"),
+    };
     match origin {
-        Origin::NotFound(_) => format!("no model named `{name}`: {origin}; {HOW}"),
+        Origin::NotFound(_) => format!("{named}: {origin}; {HOW}"),
         Origin::File(path) => {
             let defined = if models.is_empty() {
                 "it defines no [[models]]".to_owned()
@@ -62,10 +83,7 @@ fn unknown_bare_name(name: &str, models: &[ModelConfig], origin: &Origin) -> Str
                 let names: Vec<String> = models.iter().map(|m| format!("`{}`", m.name)).collect();
                 format!("it defines {}", names.join(", "))
             };
-            format!(
-                "no model named `{name}` in {} ({defined}); {HOW}",
-                path.display()
-            )
+            format!("{named} in {} ({defined}); {HOW}", path.display())
         }
     }
 }

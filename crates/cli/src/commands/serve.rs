@@ -11,27 +11,31 @@ use toolbridge_runtime::{Overrides, Runtime};
 
 use crate::config;
 
-/// Serve OpenAI's and Anthropic's APIs in front of the models of `toolbridge.toml`, giving tool
-/// calling to every one of them.
+/// Serve OpenAI's and Anthropic's APIs in front of the models of toolbridge.toml,
+/// giving tool calling to every one of them.
 ///
 /// Endpoints:
-///   POST /v1/chat/completions   Chat Completions (OpenAI), streaming and not
-///   POST /v1/responses          the Responses API, with /v1/conversations, /v1/files and
-///                               /v1/containers (the agent's loop runs here)
-///   POST /v1/messages           the Messages API (Anthropic), with /v1/messages/count_tokens
-///   GET  /v1/models             the models served here
-///   GET  /healthz               health (no key needed)
-///   GET  /metrics               Prometheus metrics
-///   GET  /ui                    the chat page, for a browser
+///   POST /v1/chat/completions  Chat Completions (OpenAI), streaming and not
+///   POST /v1/responses         the Responses API (the agent's loop runs here),
+///                              with /v1/conversations, /v1/files, /v1/containers
+///   POST /v1/messages          the Messages API (Anthropic),
+///                              with /v1/messages/count_tokens
+///   GET  /v1/models            the models served here
+///   GET  /healthz              health (no key needed)
+///   GET  /metrics              Prometheus metrics
+///   GET  /ui                   the chat page, for a browser
 ///
-/// Configuration: `--config FILE`, else ./toolbridge.toml, else
-/// $XDG_CONFIG_HOME/toolbridge/toolbridge.toml (~/.config/toolbridge/toolbridge.toml). API keys
-/// come from the variable named by `[server] api_keys_env` (default TOOLBRIDGE_API_KEYS,
-/// comma-separated); without keys only a loopback address is allowed. A model whose API key
-/// variable is unset does not stop the server: it is reported in the log and answered with
-/// 503 until the key is set (and the server restarted). Logs go to standard error,
-/// filtered by RUST_LOG (default `info`). Ctrl-C or SIGTERM stops accepting, lets in-flight
-/// requests finish (up to `shutdown_grace_secs`), then exits.
+/// Configuration: --config FILE, else ./toolbridge.toml, else
+/// $XDG_CONFIG_HOME/toolbridge/toolbridge.toml (~/.config/toolbridge/...).
+/// API keys come from the variable named by `[server] api_keys_env` (default
+/// TOOLBRIDGE_API_KEYS, comma-separated); without keys only a loopback address
+/// is allowed. A model whose API key variable is unset does not stop the
+/// server: it is reported in the log and answered with 503 until the key is
+/// set (and the server restarted). Logs go to standard error, filtered by
+/// RUST_LOG (default `info`). Ctrl-C or SIGTERM stops accepting, lets
+/// in-flight requests finish (up to `shutdown_grace_secs`), then exits.
+// The lines above fit 80 columns: the text is shown as written, and a wider line would wrap
+// out of its indent.
 #[derive(clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
