@@ -40,11 +40,71 @@ struct CheckedModel(ModelConfig);
 
 impl<'de> Deserialize<'de> for CheckedModel {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let model = ModelConfig::deserialize(d)?;
+        let table = d.deserialize_map(KeyByKey)?;
+        let model = ModelConfig::deserialize(serde_json::Value::Object(table))
+            .map_err(serde::de::Error::custom)?;
         crate::providers::registry()
             .check_model(&model)
             .map_err(serde::de::Error::custom)?;
         Ok(CheckedModel(model))
+    }
+}
+
+/// Reads a `[[models]]` entry (or one of its `arms`) key by key, checking each shared arm key's
+/// value as it is read: a bad value (`tool_mode = "prompts"`) is then reported at its own line,
+/// where the parser is, not at the table's header once the whole entry has been read.
+struct KeyByKey;
+
+impl<'de> serde::de::Visitor<'de> for KeyByKey {
+    type Value = serde_json::Map<String, serde_json::Value>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a table")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut table = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = if key == "arms" {
+                serde_json::Value::Array(
+                    map.next_value::<Vec<ArmTable>>()?
+                        .into_iter()
+                        .map(|arm| serde_json::Value::Object(arm.0))
+                        .collect(),
+                )
+            } else {
+                map.next_value_seed(CheckedValue(&key))?
+            };
+            table.insert(key, value);
+        }
+        Ok(table)
+    }
+}
+
+/// One table of `arms`, read as [`KeyByKey`] reads an entry.
+struct ArmTable(serde_json::Map<String, serde_json::Value>);
+
+impl<'de> Deserialize<'de> for ArmTable {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(KeyByKey).map(ArmTable)
+    }
+}
+
+/// The value of key `.0`, refused where it stands when an arm with this key alone would be
+/// refused for it (every shared arm key is optional, so only the value itself can fail).
+struct CheckedValue<'k>(&'k str);
+
+impl<'de> serde::de::DeserializeSeed<'de> for CheckedValue<'_> {
+    type Value = serde_json::Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        let value = serde_json::Value::deserialize(d)?;
+        if self.0 != "name" {
+            let alone = serde_json::Map::from_iter([(self.0.to_owned(), value.clone())]);
+            toolbridge_providers::config::ArmConfig::from_table(alone)
+                .map_err(serde::de::Error::custom)?;
+        }
+        Ok(value)
     }
 }
 

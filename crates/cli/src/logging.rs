@@ -13,8 +13,9 @@ use crate::telemetry::TelemetryConfig;
 /// `-v/--verbose`, shared by the commands that run an agent.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct VerboseArgs {
-    /// Log to standard error: -v info, -vv debug (with MCP servers' stderr), -vvv trace. The
-    /// level applies to toolbridge's own crates; other crates log warnings (everything at -vvv).
+    /// Log to standard error: -v info (model requests, tool calls, their durations), -vv debug
+    /// (with MCP servers' stderr), -vvv trace. The level applies to toolbridge's own crates;
+    /// other crates log warnings (everything at -vvv).
     /// RUST_LOG directives (e.g. RUST_LOG=toolbridge_mcp=trace) are added on top; without -v,
     /// RUST_LOG alone decides, and with neither nothing is logged.
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]

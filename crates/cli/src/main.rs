@@ -1,9 +1,14 @@
 //! `toolbridge`: tool calling for every language model.
 
+// Standard output goes through `out!`/`outln!` (see out.rs): a closed pipe is a quiet exit,
+// never a panic.
+#![deny(clippy::print_stdout)]
+
 mod agent;
 mod commands;
 mod config;
 mod logging;
+mod out;
 mod providers;
 mod telemetry;
 mod term;
@@ -21,15 +26,38 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Tool calling for every language model: run agents with tools on any model, serve an
 /// OpenAI-compatible gateway, parse prompt-mode tool calls and render tool prompts.
 #[derive(Parser)]
-#[command(name = "toolbridge", version, propagate_version = true)]
+#[command(
+    name = "toolbridge",
+    version,
+    propagate_version = true,
+    after_long_help = COLORS
+)]
 struct Cli {
-    /// Colour and Markdown rendering: auto (on a terminal, unless NO_COLOR is set), always,
-    /// never.
-    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = term::color::ColorChoice::Auto)]
+    /// Colour: auto, always or never (toolbridge --help).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "WHEN",
+        default_value_t = term::color::ColorChoice::Auto,
+        hide_possible_values = true,
+        hide_default_value = true
+    )]
     color: term::color::ColorChoice,
     #[command(subcommand)]
     command: Command,
 }
+
+/// The details of `--color`, once, at the end of `toolbridge --help` (every command takes the
+/// flag; its own help stays one line). Lines fit 80 columns, so none is wrapped out of its
+/// indent.
+const COLORS: &str = "\
+Colours (--color WHEN, every command):
+  auto    colour on a terminal, unless NO_COLOR is set to a non-empty value
+          (the default)
+  always  always colour (and render chat's Markdown), even into a pipe and
+          whatever NO_COLOR says
+  never   never colour (chat prints answers as the model wrote them)";
 
 #[derive(Subcommand)]
 enum Command {
@@ -77,6 +105,9 @@ fn main() -> ExitCode {
     telemetry::shutdown();
     match result {
         Ok(code) => code,
+        // The reader of standard output went away (`| head`): what it wanted it has, so the
+        // command ends quietly and successfully, as ripgrep and fd do (see out.rs).
+        Err(err) if out::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("toolbridge: {}", error_chain(&err));
             ExitCode::FAILURE

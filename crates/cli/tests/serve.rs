@@ -219,3 +219,192 @@ fn listens_on_localhost_and_serves_despite_a_model_without_its_key() {
     assert!(!answer.contains("TB_TEST_UNSET_KEY_VAR"), "{answer}");
     assert!(terminate(&mut child).success());
 }
+
+/// Issue 39, items 3 and 5: `--listen 127.0.0.1:0` picks a free port and the start line prints
+/// it; the start lines name every endpoint family and the chat page's address; a request for a
+/// model that does not exist is told which ones do, in OpenAI's error shape.
+#[test]
+fn the_start_lines_name_the_port_and_every_endpoint_and_a_404_lists_the_models() {
+    let dir = temp_dir("banner");
+    let config = dir.join("toolbridge.toml");
+    std::fs::write(&config, ONE_MODEL.replace("listen = \"127.0.0.1:0\"", "")).unwrap();
+    let mut cmd = toolbridge();
+    cmd.arg("serve")
+        .arg("--config")
+        .arg(&config)
+        .args(["--listen", "127.0.0.1:0"]);
+    let (mut child, addr, _) = start(cmd);
+    let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+    assert_ne!(port, 0, "the port picked is printed: {addr}");
+    assert!(get(&addr, "/healthz").contains(r#"{"status":"ok"}"#));
+    terminate(&mut child);
+
+    // The whole banner: read stderr to the end once the server has stopped.
+    let mut cmd = toolbridge();
+    cmd.arg("serve").arg("--config").arg(&config);
+    let mut child = cmd
+        .args(["--listen", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut banner = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let done = line.contains("the chat page: http://");
+        banner.push(line);
+        if done {
+            break;
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    let text = banner.join("\n");
+    let addr = text
+        .split("on http://")
+        .nth(1)
+        .and_then(|rest| rest.split("/v1").next())
+        .unwrap_or_else(|| panic!("{text}"))
+        .to_owned();
+    for endpoint in [
+        "POST /v1/chat/completions",
+        "POST /v1/responses",
+        "/v1/conversations",
+        "/v1/files",
+        "/v1/containers",
+        "POST /v1/messages",
+        "/v1/messages/count_tokens",
+        "GET  /v1/models",
+        "GET  /healthz",
+        "GET  /metrics",
+    ] {
+        assert!(text.contains(endpoint), "{endpoint} in the banner: {text}");
+    }
+    assert!(
+        text.contains(&format!("the chat page: http://{addr}/ui")),
+        "{text}"
+    );
+    assert!(text.contains("1 model (local)"), "{text}");
+
+    let answer = post_json(
+        &addr,
+        "/v1/chat/completions",
+        r#"{"model":"lokal","messages":[{"role":"user","content":"hi"}]}"#,
+    );
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    let body: serde_json::Value =
+        serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(body["error"]["code"], "model_not_found", "{body}");
+    assert_eq!(body["error"]["param"], "model", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`lokal` does not exist") && message.contains("The models here: `local`."),
+        "{message}"
+    );
+    assert!(terminate(&mut child).success());
+}
+
+/// Issue 39, item 3: `serve --help` lists every endpoint family.
+#[test]
+fn serve_help_lists_every_endpoint() {
+    let out = toolbridge().args(["serve", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for endpoint in [
+        "/v1/chat/completions",
+        "/v1/responses",
+        "/v1/conversations",
+        "/v1/files",
+        "/v1/containers",
+        "/v1/messages",
+        "/v1/messages/count_tokens",
+        "/v1/models",
+        "/healthz",
+        "/metrics",
+        "/ui",
+    ] {
+        assert!(help.contains(endpoint), "{endpoint}: {help}");
+    }
+    assert!(help.contains("127.0.0.1:0"), "{help}");
+}
+
+/// Issue 39, item 5: a port in use is reported with the way out.
+#[test]
+fn a_port_in_use_names_the_fix() {
+    let dir = temp_dir("in-use");
+    let config = dir.join("toolbridge.toml");
+    std::fs::write(&config, ONE_MODEL).unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = toolbridge()
+        .arg("serve")
+        .arg("--config")
+        .arg(&config)
+        .args(["--listen", &addr])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("cannot listen on {addr}"))
+            && err.contains("Address already in use")
+            && err.contains("--listen 127.0.0.1:0 picks a free one and prints it"),
+        "{err}"
+    );
+    drop(taken);
+}
+
+/// Issue 39, item 4: `models` and `serve` agree. One `openai:` model without its key and no
+/// `[agent] model`: `run` would use the embedded default, `models` says serve serves it too,
+/// and serve does (the keyless model gets 503, not a server with nothing to answer).
+#[test]
+fn models_and_serve_agree_on_the_default_model() {
+    let Some(gguf) = std::env::var_os("TOOLBRIDGE_EMBEDDED_MODEL").filter(|p| !p.is_empty()) else {
+        panic!("TOOLBRIDGE_EMBEDDED_MODEL is not set: run the tests through scripts/test.sh");
+    };
+    let dir = temp_dir("agree");
+    let _ = std::fs::remove_dir_all(dir.join(".cache"));
+    let cache = dir.join(".cache/toolbridge/models");
+    std::fs::create_dir_all(&cache).unwrap();
+    std::os::unix::fs::symlink(&gguf, cache.join("SmolLM2-135M-Instruct.Q4_1.gguf")).unwrap();
+    let config = dir.join("toolbridge.toml");
+    std::fs::write(
+        &config,
+        "[[models]]\nname = \"gpt\"\nmodel = \"openai:gpt-4o-mini\"\n",
+    )
+    .unwrap();
+    let in_dir = |cmd: &mut Command| {
+        cmd.current_dir(&dir)
+            .env("HOME", &dir)
+            .env("TOOLBRIDGE_NO_PULL", "1")
+            .env_remove("XDG_CACHE_HOME")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("OPENAI_API_KEY");
+    };
+    let mut models = toolbridge();
+    in_dir(&mut models);
+    let out = models.arg("models").output().unwrap();
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listing.contains("embedded  (no [agent] model: run and chat use this; serve serves it too"),
+        "{listing}"
+    );
+
+    let mut serve = toolbridge();
+    in_dir(&mut serve);
+    serve.args(["serve", "--listen", "127.0.0.1:0"]);
+    let (mut child, addr, seen) = start(serve);
+    assert!(
+        seen.iter()
+            .any(|l| l.contains("no [[models]] entry can answer; serving `embedded`")),
+        "{seen:?}"
+    );
+    let listed = get(&addr, "/v1/models");
+    assert!(listed.contains(r#""id":"embedded""#), "{listed}");
+    let keyless = post_json(
+        &addr,
+        "/v1/chat/completions",
+        r#"{"model":"gpt","messages":[{"role":"user","content":"hi"}]}"#,
+    );
+    assert!(keyless.starts_with("HTTP/1.1 503"), "{keyless}");
+    assert!(terminate(&mut child).success());
+}

@@ -141,12 +141,32 @@ impl ApiError {
         .with_code("invalid_api_key")
     }
 
-    pub fn model_not_found(model: &str) -> Self {
+    /// `served`: the names a client can send instead (listed in the message, so a typo or a
+    /// guess is answered with what to send).
+    pub fn model_not_found(model: &str, served: &[&str]) -> Self {
+        let instead = if served.is_empty() {
+            "This server serves no model (its log says why).".to_owned()
+        } else {
+            // A long list is cut: the message is for reading, `GET /v1/models` has them all.
+            const SHOWN: usize = 20;
+            let mut names: Vec<String> = served
+                .iter()
+                .take(SHOWN)
+                .map(|n| format!("`{}`", echo(n)))
+                .collect();
+            if served.len() > SHOWN {
+                names.push(format!(
+                    "and {} more (GET /v1/models)",
+                    served.len() - SHOWN
+                ));
+            }
+            format!("The models here: {}.", names.join(", "))
+        };
         ApiError::new(
             StatusCode::NOT_FOUND,
             "invalid_request_error",
             format!(
-                "The model `{}` does not exist or you do not have access to it.",
+                "The model `{}` does not exist or you do not have access to it. {instead}",
                 echo(model)
             ),
         )
@@ -475,7 +495,12 @@ mod tests {
     #[test]
     fn echoed_model_names_are_cut() {
         let long = "x".repeat(10_000);
-        let e = ApiError::model_not_found(&long);
+        let e = ApiError::model_not_found(&long, &["local"]);
         assert!(e.message.len() < 400);
+        assert!(
+            e.message.ends_with("The models here: `local`."),
+            "{}",
+            e.message
+        );
     }
 }

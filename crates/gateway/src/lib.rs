@@ -64,6 +64,28 @@ use toolbridge_providers::config::Env;
 use toolbridge_providers::Model;
 use toolbridge_runtime::{Runtime, ServedModels};
 
+/// The endpoint families the gateway serves, as the start banner and `toolbridge serve --help`
+/// list them (method and path, then what). The router is in
+/// `routes.rs`: a route added there belongs here too.
+pub const ENDPOINTS: &[(&str, &str)] = &[
+    (
+        "POST /v1/chat/completions",
+        "Chat Completions (OpenAI), streaming and not",
+    ),
+    (
+        "POST /v1/responses",
+        "the Responses API, with /v1/conversations, /v1/files and /v1/containers",
+    ),
+    (
+        "POST /v1/messages",
+        "the Messages API (Anthropic), with /v1/messages/count_tokens",
+    ),
+    ("GET  /v1/models", "the models served here"),
+    ("GET  /healthz", "health (no key needed)"),
+    ("GET  /metrics", "Prometheus metrics"),
+    ("GET  /ui", "the chat page, for a browser"),
+];
+
 pub use auth::KeyEntry;
 pub use config::{parse_listen, ServerConfig};
 pub use error::{ApiError, GatewayError};

@@ -266,7 +266,7 @@ pub(crate) fn unknown_model_error(state: &AppState, name: &str) -> ApiError {
             tracing::warn!(model = %name, %reason, "request for a model that is not set up");
             ApiError::model_unavailable(name)
         }
-        None => ApiError::model_not_found(name),
+        None => ApiError::model_not_found(name, &state.served_names()),
     }
 }
 

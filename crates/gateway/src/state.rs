@@ -52,6 +52,14 @@ impl AppState {
             .or_else(|| self.models.get(self.model_map.target(requested)?))
     }
 
+    /// The names a client can send as `model` (models and agents), sorted.
+    pub fn served_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.models.keys().map(String::as_str).collect();
+        names.extend(self.agents.iter().map(|a| a.name.as_str()));
+        names.sort_unstable();
+        names
+    }
+
     /// The configured name a request's model resolves to (for the not-found and unavailable
     /// answers).
     pub fn resolved_name<'a>(&'a self, requested: &'a str) -> &'a str {

@@ -50,11 +50,32 @@ pub fn resolve_model(
         .map_err(RuntimeError::Spec)
 }
 
-/// A name without `provider:` that no `[[models]]` entry defines: say what was looked at.
+/// The known name closest to `name` when it is close enough to be a typo (`embeded` →
+/// `embedded`): within a third of its length in edits, at least one.
+pub fn did_you_mean<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let most = (name.chars().count() / 3).max(1);
+    known
+        .into_iter()
+        .map(|candidate| (strsim::damerau_levenshtein(name, candidate), candidate))
+        .filter(|(distance, _)| *distance <= most)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate)
+}
+
+/// A name without `provider:` that no `[[models]]` entry defines: say what was looked at, and
+/// the name it was probably meant to be.
 fn unknown_bare_name(name: &str, models: &[ModelConfig], origin: &Origin) -> String {
     const HOW: &str = "a bare model name must be defined under [[models]] in toolbridge.toml, or written provider:model (for example openai:gpt-4o-mini, ollama:qwen2.5, scripted:replies.json)";
+    let known = models
+        .iter()
+        .map(|m| m.name.as_str())
+        .chain([DEFAULT_MODEL]);
+    let named = match did_you_mean(name, known) {
+        Some(meant) => format!("no model named `{name}` (did you mean `{meant}`?)"),
+        None => format!("no model named `{name}`"),
+    };
     match origin {
-        Origin::NotFound(_) => format!("no model named `{name}`: {origin}; {HOW}"),
+        Origin::NotFound(_) => format!("{named}: {origin}; {HOW}"),
         Origin::File(path) => {
             let defined = if models.is_empty() {
                 "it defines no [[models]]".to_owned()
@@ -62,10 +83,7 @@ fn unknown_bare_name(name: &str, models: &[ModelConfig], origin: &Origin) -> Str
                 let names: Vec<String> = models.iter().map(|m| format!("`{}`", m.name)).collect();
                 format!("it defines {}", names.join(", "))
             };
-            format!(
-                "no model named `{name}` in {} ({defined}); {HOW}",
-                path.display()
-            )
+            format!("{named} in {} ({defined}); {HOW}", path.display())
         }
     }
 }
@@ -78,7 +96,8 @@ pub struct ServedModels {
     /// Configured models whose API key variable is unset, with the reason: served with 503
     /// until the key is set (a missing key is the environment's, not the file's).
     pub unavailable: Vec<(String, String)>,
-    /// When no model is configured: whether the embedded default is served (`Ok`), or why not.
+    /// When no `[[models]]` entry can answer: whether the model `run` uses by default (see
+    /// [`run_default`]) is served (`Ok`), or why not.
     pub default_model: Option<Result<(), String>>,
 }
 
@@ -95,12 +114,40 @@ impl std::fmt::Debug for ServedModels {
     }
 }
 
-/// Builds every `[[models]]` entry for a server; with none at all, the embedded default. What
-/// is left out and why goes to stderr as it is found (a missing key, no default model).
+/// The model `run` and `chat` use without `--model`, when it is not a `[[models]]` entry: the
+/// `[agent] model` written `provider:model` (or `embedded`), or the embedded default
+/// ([`DEFAULT_MODEL`]) when `[agent] model` is unset. `None` when `[agent] model` names an
+/// entry. `toolbridge models` lists it after the entries, under this name.
+pub fn run_default<'a>(
+    agent_model: Option<&'a str>,
+    configured: &[ModelConfig],
+) -> Option<&'a str> {
+    match agent_model {
+        None => Some(DEFAULT_MODEL),
+        Some(name) if configured.iter().any(|m| m.name == name) => None,
+        Some(name) => Some(name),
+    }
+}
+
+/// Whether a server serves the [`run_default`] model besides the `[[models]]` entries: when
+/// none of them can answer (none is configured, or every one lacks its API key), so that
+/// `serve` answers with the model `run` would use rather than with nothing. With an entry that
+/// can answer the default is not served: the embedded default would be loaded (or downloaded)
+/// at every start for a model nobody asked the server for. `toolbridge models` says the same
+/// from the same rule.
+pub fn serves_run_default(usable_entries: usize) -> bool {
+    usable_entries == 0
+}
+
+/// Builds every `[[models]]` entry for a server, and the model `run` uses by default when no
+/// entry can answer ([`serves_run_default`]). What is left out and why goes to stderr as it is
+/// found (a missing key, no default model).
 pub fn served_models(
     registry: &ProviderRegistry,
     env: &dyn Env,
     configured: &[ModelConfig],
+    agent_model: Option<&str>,
+    mode: Option<ToolMode>,
 ) -> Result<ServedModels, RuntimeError> {
     let mut served = ServedModels::default();
     for config in configured {
@@ -118,22 +165,41 @@ pub fn served_models(
             Err(err) => return Err(RuntimeError::Served(err)),
         }
     }
-    if configured.is_empty() {
-        // No model configured: serve the embedded default (pulled on first use) as `embedded`.
-        served.default_model = Some(match registry.model_from_spec(DEFAULT_MODEL, None, env) {
-            Ok(model) => {
-                eprintln!("toolbridge: no [[models]] configured; serving the embedded default model as `embedded`");
-                served.models.push(model);
-                Ok(())
-            }
-            Err(err) => {
-                let reason = error_line(&err);
-                eprintln!("toolbridge: no embedded default model: {reason}");
-                Err(reason)
-            }
-        });
+    let default = run_default(agent_model, configured);
+    if let Some(spec) = default.filter(|_| serves_run_default(served.models.len())) {
+        served.default_model = Some(
+            serve_run_default(registry, env, spec, mode, configured.is_empty())
+                .map(|model| served.models.push(model)),
+        );
     }
     Ok(served)
+}
+
+/// The [`run_default`] model `spec` for a server, saying why it is served (or why it cannot
+/// be).
+fn serve_run_default(
+    registry: &ProviderRegistry,
+    env: &dyn Env,
+    spec: &str,
+    mode: Option<ToolMode>,
+    none_configured: bool,
+) -> Result<Model, String> {
+    let why = if none_configured {
+        "no [[models]] configured"
+    } else {
+        "no [[models]] entry can answer"
+    };
+    match registry.model_from_spec(spec, mode, env) {
+        Ok(model) => {
+            eprintln!("toolbridge: {why}; serving `{spec}`, the model run and chat use");
+            Ok(model)
+        }
+        Err(err) => {
+            let reason = error_line(&err);
+            eprintln!("toolbridge: {why}, and the model run and chat use, `{spec}`, cannot be served: {reason}");
+            Err(reason)
+        }
+    }
 }
 
 /// An error and its causes on one line, `outer: inner`.

@@ -268,9 +268,17 @@ impl Runtime {
 
     /// Every `[[models]]` entry, for a server: a model whose API key variable is unset is
     /// listed as unavailable (the server starts without it); any other error is returned.
-    /// With no `[[models]]` at all, the embedded default is served as `embedded` when it can be.
+    /// When no entry can answer, the model `run` uses without `--model` is served too, under
+    /// its name (`embedded` when `[agent] model` is unset), when it can be
+    /// ([`models::serves_run_default`]).
     pub fn served_models(&self) -> Result<ServedModels, RuntimeError> {
-        models::served_models(&self.registry, self.env.as_ref(), &self.config.models)
+        models::served_models(
+            &self.registry,
+            self.env.as_ref(),
+            &self.config.models,
+            self.model_name(),
+            self.tool_mode(),
+        )
     }
 }
 

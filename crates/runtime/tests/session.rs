@@ -266,7 +266,10 @@ fn a_server_serves_what_it_can_and_names_what_it_cannot() {
         "{:?}",
         served.unavailable
     );
-    assert!(served.default_model.is_none(), "models are configured");
+    assert!(
+        served.default_model.is_none(),
+        "a configured model answers, so the run's default is not served"
+    );
     // Any other error stops the server.
     let broken = Runtime::new(
         Config {
@@ -281,4 +284,27 @@ fn a_server_serves_what_it_can_and_names_what_it_cannot() {
         err.starts_with("cannot set up the configured models: model `bad`, arm 1: configuration error: unknown provider `nosuch`"),
         "{err}"
     );
+}
+
+/// Issue 39, item 4: when no `[[models]]` entry can answer (here: its key is unset), a server
+/// serves the model `run` uses without `--model` — the `[agent] model` here — under its name.
+#[test]
+fn a_server_with_no_entry_that_answers_serves_the_runs_default() {
+    let scratch = Scratch::new("served-default");
+    let script = scratch.script("replies.json", "hi");
+    let spec = format!("scripted:{}", script.display());
+    let mut config = Config {
+        models: models(
+            "[[models]]\nname = \"keyless\"\nbase_url = \"http://127.0.0.1:9/v1\"\nupstream_model = \"m\"\napi_key_env = \"TB_RUNTIME_TEST_UNSET_KEY\"\n",
+        ),
+        ..Config::default()
+    };
+    config.agent.model = Some(spec.clone());
+    let root = Runtime::new(config, ProviderRegistry::new(), Overrides::default())
+        .with_env(Box::new(std::collections::BTreeMap::<String, String>::new()));
+    let served = root.served_models().unwrap();
+    let names: Vec<&str> = served.models.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, [spec.as_str()]);
+    assert_eq!(served.unavailable[0].0, "keyless");
+    assert_eq!(served.default_model, Some(Ok(())));
 }

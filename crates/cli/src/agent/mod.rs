@@ -4,5 +4,6 @@
 pub mod approve;
 pub mod args;
 pub mod render;
+pub mod runlog;
 pub mod session;
 pub mod workspace;

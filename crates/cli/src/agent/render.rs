@@ -7,6 +7,7 @@ use std::io::{IsTerminal, Write};
 
 use toolbridge_agent::{CallStatus, FinalizationReason, Outcome, RunEvent};
 
+use crate::agent::runlog::RunLog;
 use crate::term::color::ColorChoice;
 use crate::term::markdown::{self, MarkdownStream};
 use crate::term::spinner::{self, Spinner};
@@ -66,6 +67,10 @@ pub struct Renderer {
     markdown: Option<MarkdownStream>,
     /// The last character written to stdout (to end the answer with a newline).
     last: Option<char>,
+    /// Standard output's reader went away (`| head`): nothing more is written there.
+    stdout_closed: bool,
+    /// The `-v` log lines of the run.
+    log: RunLog,
 }
 
 fn preview(text: &str, chars: usize) -> String {
@@ -96,6 +101,24 @@ impl Renderer {
                 })
             }),
             last: None,
+            stdout_closed: false,
+            log: RunLog::default(),
+        }
+    }
+
+    /// Whether standard output's reader went away: the caller stops the run (see out.rs).
+    pub fn stdout_closed(&self) -> bool {
+        self.stdout_closed
+    }
+
+    /// Writes to standard output unless its reader has gone; a failed write means it has.
+    fn write_stdout(&mut self, bytes: &[u8]) {
+        if self.stdout_closed {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        if out.write_all(bytes).and_then(|()| out.flush()).is_err() {
+            self.stdout_closed = true;
         }
     }
 
@@ -124,9 +147,7 @@ impl Renderer {
         if text.is_empty() {
             return;
         }
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
+        self.write_stdout(text.as_bytes());
         if let Some(c) = text.chars().last() {
             self.last = Some(c);
         }
@@ -152,6 +173,7 @@ impl Renderer {
     }
 
     pub fn event(&mut self, event: &RunEvent) {
+        self.log.event(event);
         if self.json {
             // The waiting spinner is on stderr, so it may go with JSON on stdout too.
             match event {
@@ -159,9 +181,7 @@ impl Renderer {
                 _ => self.stop_spinner(),
             }
             if let Ok(line) = serde_json::to_string(event) {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{line}");
-                let _ = out.flush();
+                self.write_stdout(format!("{line}\n").as_bytes());
             }
             return;
         }

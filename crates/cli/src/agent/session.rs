@@ -2,6 +2,7 @@
 //! async runtime, the composition root (its MCP servers) and the session's agent — and what they
 //! stop at the end.
 
+use std::io::IsTerminal;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -11,6 +12,14 @@ use toolbridge_runtime::Runtime;
 
 use crate::agent::approve::TerminalApprover;
 use crate::agent::args::AgentArgs;
+use crate::term::spinner::Spinner;
+
+/// A spinner saying what start-up waits for, on a terminal only (cleared when dropped).
+fn progress(message: &str) -> Option<Spinner> {
+    std::io::stderr()
+        .is_terminal()
+        .then(|| Spinner::start(message))
+}
 
 pub struct Session {
     /// The process's async runtime: the MCP servers, memory loading and the runs live on it.
@@ -41,10 +50,25 @@ impl Session {
         } else {
             None
         };
+        let has_mcp = !loaded.config.mcp_servers.is_empty() || !args.mcp.is_empty();
+        let model = args
+            .model
+            .as_deref()
+            .or(loaded.config.agent.model.as_deref())
+            .unwrap_or(toolbridge_runtime::DEFAULT_MODEL_LABEL);
         let session = runtime.block_on(async {
-            root.start_mcp().await?;
-            root.session(&ToolContext::default().user, conversation, approver)
-                .await
+            {
+                let _progress = has_mcp.then(|| progress("starting the MCP servers"));
+                root.start_mcp().await?;
+            }
+            // Loading a local model takes seconds: the terminal shows what is waited for.
+            let _progress = progress(&format!("loading the model {model}"));
+            let started = std::time::Instant::now();
+            let session = root
+                .session(&ToolContext::default().user, conversation, approver)
+                .await;
+            tracing::info!(target: "toolbridge::run", model, duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX), "model ready");
+            session
         })?;
         Ok(Session {
             runtime,

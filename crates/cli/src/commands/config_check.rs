@@ -41,7 +41,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for note in check(&loaded.config)? {
         eprintln!("toolbridge: note: {note}");
     }
-    println!("ok: {}", loaded.origin());
+    crate::outln!("ok: {}", loaded.origin())?;
     Ok(ExitCode::SUCCESS)
 }
 

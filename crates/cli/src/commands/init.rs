@@ -51,7 +51,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     file.write_all(TEMPLATE.as_bytes())
         .with_context(|| format!("writing {}", path.display()))?;
-    println!("wrote {}", path.display());
+    crate::outln!("wrote {}", path.display())?;
     let flag = if path == std::path::Path::new("toolbridge.toml") {
         String::new()
     } else {

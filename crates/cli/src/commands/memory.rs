@@ -62,9 +62,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         Ok(entry)
                     })
                     .collect::<serde_json::Result<Vec<_>>>()?;
-                println!("{}", serde_json::to_string_pretty(&entries)?);
+                crate::outln!("{}", serde_json::to_string_pretty(&entries)?)?;
             } else if list.is_empty() {
-                println!("(no memories)");
+                crate::outln!("(no memories)")?;
             } else {
                 for m in &list {
                     let slot = match (&m.slot, &m.value) {
@@ -72,7 +72,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         (Some(s), None) => format!(" [{s}]"),
                         _ => String::new(),
                     };
-                    println!(
+                    crate::outln!(
                         "{:>5}  {}  {}  {}{}  (conversation {}, call {}, at {})",
                         m.id,
                         m.user,
@@ -82,7 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         m.conversation.as_deref().unwrap_or("-"),
                         m.tool_call.as_deref().unwrap_or("-"),
                         rfc3339_utc(m.created_at)
-                    );
+                    )?;
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -91,7 +91,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let mut missing = false;
             for id in ids {
                 if runtime.block_on(store.remove(id))? {
-                    println!("removed {id}");
+                    crate::outln!("removed {id}")?;
                 } else {
                     eprintln!("toolbridge: no memory with id {id}");
                     missing = true;

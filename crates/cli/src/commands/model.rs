@@ -43,12 +43,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 None => pull::models_dir()?,
             };
             let path = pull::pull_default(&dir, &python, &mut StderrProgress::default())?;
-            println!("{}", path.display());
+            crate::outln!("{}", path.display())?;
         }
-        Action::Path => println!(
+        Action::Path => crate::outln!(
             "{}",
             pull::default_model_path(&pull::models_dir()?).display()
-        ),
+        )?,
         Action::List => {
             let dir = pull::models_dir()?;
             let mut found = Vec::new();
@@ -69,7 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 );
             }
             for line in found {
-                println!("{line}");
+                crate::outln!("{line}")?;
             }
         }
     }

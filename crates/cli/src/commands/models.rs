@@ -14,6 +14,7 @@ use toolbridge_providers::config::{
     arm_dialect, arm_target, ArmConfig, Env, ModelConfig, ProcessEnv,
 };
 use toolbridge_providers::http::shown_url;
+use toolbridge_runtime::models::{run_default, serves_run_default};
 use toolbridge_runtime::DEFAULT_MODEL;
 
 use crate::config;
@@ -42,6 +43,9 @@ struct ModelView {
     source: &'static str,
     /// The model `run` and `chat` use when no `--model` is given.
     default: bool,
+    /// `toolbridge serve` serves it (an entry without its key is answered with 503 instead; the
+    /// default row is served when no entry can answer — the runtime's rule, shared with serve).
+    served: bool,
     /// Every arm is available (a model with arms answers as long as one is, but this is what
     /// the listing can promise).
     available: bool,
@@ -76,9 +80,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let loaded = config::load(args.config.as_deref())?;
     let views = list(&loaded.config, &ProcessEnv);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&views)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&views)?)?;
     } else {
-        print!("{}", text(&views));
+        crate::out!("{}", text(&views))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -91,12 +95,11 @@ fn list(file: &config::FileConfig, env: &dyn Env) -> Vec<ModelView> {
         .iter()
         .map(|m| model_view(m, "models", chosen == Some(m.name.as_str()), env))
         .collect();
-    let extra = match chosen {
-        // A provider:model name (or `embedded`) that no entry defines.
-        Some(name) if !file.models.iter().any(|m| m.name == name) => Some((name, "agent")),
-        Some(_) => None,
-        None => Some((DEFAULT_MODEL, "default")),
-    };
+    // The model run uses when no entry is it: a provider:model name (or `embedded`) in
+    // [agent], or the embedded default.
+    let extra = run_default(chosen, &file.models)
+        .map(|name| (name, if chosen.is_some() { "agent" } else { "default" }));
+    let usable = views.iter().filter(|v| v.available).count();
     if let Some((name, source)) = extra {
         let config = ModelConfig {
             name: if source == "default" {
@@ -111,7 +114,9 @@ fn list(file: &config::FileConfig, env: &dyn Env) -> Vec<ModelView> {
             }],
             listed_arms: false,
         };
-        views.push(model_view(&config, source, true, env));
+        let mut view = model_view(&config, source, true, env);
+        view.served = view.available && serves_run_default(usable);
+        views.push(view);
     }
     views
 }
@@ -123,11 +128,13 @@ fn model_view(
     env: &dyn Env,
 ) -> ModelView {
     let arms: Vec<ArmView> = config.arms.iter().map(|arm| arm_view(arm, env)).collect();
+    let available = arms.iter().all(|a| a.available);
     ModelView {
         name: config.name.clone(),
         source,
         default,
-        available: arms.iter().all(|a| a.available),
+        served: available,
+        available,
         arms,
     }
 }
@@ -252,9 +259,18 @@ fn text(views: &[ModelView]) -> String {
     for view in views {
         out.push_str(&view.name);
         match (view.source, view.default) {
-            ("default", _) => out.push_str("  (no [agent] model: run and chat use this)"),
-            (_, true) => out.push_str("  ([agent] model: run and chat use this)"),
+            ("default", _) => out.push_str("  (no [agent] model: run and chat use this"),
+            (_, true) => out.push_str("  ([agent] model: run and chat use this"),
             _ => {}
+        }
+        if view.source != "models" {
+            out.push_str(if view.served {
+                "; serve serves it too, as no [[models]] entry can answer)"
+            } else {
+                "; serve does not: it serves the [[models]] entries)"
+            });
+        } else if view.default {
+            out.push(')');
         }
         out.push('\n');
         for (i, arm) in view.arms.iter().enumerate() {

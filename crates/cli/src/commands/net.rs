@@ -119,10 +119,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     if args.json {
         let addresses: Vec<String> = addresses.iter().map(IpAddr::to_string).collect();
-        println!(
+        crate::outln!(
             "{}",
             serde_json::json!({"allowed": allowed, "reason": reason, "addresses": addresses})
-        );
+        )?;
     } else {
         let list = addresses
             .iter()
@@ -131,9 +131,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .join(", ");
         let verdict = if allowed { "allowed" } else { "refused" };
         if list.is_empty() {
-            println!("{verdict}: {reason}");
+            crate::outln!("{verdict}: {reason}")?;
         } else {
-            println!("{verdict}: {reason} [addresses: {list}]");
+            crate::outln!("{verdict}: {reason} [addresses: {list}]")?;
         }
     }
     Ok(if allowed {

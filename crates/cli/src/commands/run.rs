@@ -102,10 +102,11 @@ pub fn run(args: Args, color: ColorChoice) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(USAGE_ERROR));
         }
     };
-    let state = session.runtime.block_on(async {
+    let (state, stdout_closed) = session.runtime.block_on(async {
         let mut context = session.session.context();
         context.attachments = std::mem::take(&mut workspace.attached);
         let cancel = context.cancel.clone();
+        let stop = context.cancel.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
                 cancel.cancel();
@@ -122,14 +123,21 @@ pub fn run(args: Args, color: ColorChoice) -> anyhow::Result<ExitCode> {
         let mut renderer = Renderer::new(args.json, Look::run(color));
         while let Some(event) = run.next().await {
             renderer.event(&event);
+            // Nobody reads the answer any more (`| head`): the run stops, tools and all.
+            if renderer.stdout_closed() {
+                stop.cancel();
+            }
         }
         let state = run.state();
         if state.cut_by_token_limit && !args.json {
             renderer.note_cut();
         }
-        state
+        (state, renderer.stdout_closed())
     });
     session.shutdown();
+    if stdout_closed {
+        return Err(crate::out::broken_pipe());
+    }
     report_outputs(&workspace.take_outputs());
     if let Some(path) = &args.transcript {
         let json = serde_json::to_string_pretty(&state).context("encoding the transcript")?;

@@ -39,17 +39,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         SandboxCommand::Check { config } => {
             let loaded = config::load(config.as_deref())?;
             let report = toolbridge_sandbox::check(&loaded.config.tools.sandbox);
-            print!("{report}");
+            crate::out!("{report}")?;
             // The probes above use a scratch folder: only a real cell in a real workspace
             // location shows what python_execute will do (a root-owned home, a venv out of
             // reach, ...).
             let cell_ok = report.isolated() && {
                 let (ok, text) = python_cell(&loaded.config.tools);
-                println!(
+                crate::outln!(
                     "{} {:<20} {text}",
                     if ok { "ok" } else { "--" },
                     "python_execute"
-                );
+                )?;
                 ok
             };
             Ok(if report.isolated() && cell_ok {
@@ -61,15 +61,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         SandboxCommand::Setup { venv } => {
             let explicit = venv.is_some();
             let dir = toolbridge_sandbox::setup_venv(venv.as_deref())?;
-            println!(
+            crate::outln!(
                 "sandbox Python ready: {}",
                 dir.join("bin").join("python").display()
-            );
+            )?;
             if explicit && Some(&dir) != toolbridge_sandbox::default_venv_dir().as_ref() {
-                println!(
+                crate::outln!(
                     "set it in toolbridge.toml:\n[tools.sandbox]\npython = \"{}\"",
                     dir.join("bin").join("python").display()
-                );
+                )?;
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -8,6 +8,9 @@ use toolbridge_agent::skills::DESCRIPTION_LIMIT;
 
 use crate::agent::args::AgentArgs;
 
+/// What `tools` and chat's `/tools` say when no tool is offered: how to offer some.
+pub const NO_TOOLS: &str = "(no tools: enable built-in tools with `enabled = [\"web_fetch\", …]` under [tools] in toolbridge.toml, add MCP servers with [[mcp_servers]] or --mcp; skills appear here once configured)";
+
 /// List the tools a run would offer (name and description; --json for the full specs).
 #[derive(clap::Args)]
 pub struct ToolsArgs {
@@ -53,9 +56,9 @@ pub fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
     runtime.block_on(root.shutdown());
     let specs = specs?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&specs)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&specs)?)?;
     } else if specs.is_empty() {
-        println!("(no tools: enable built-in tools with `enabled = [\"web_fetch\", …]` under [tools] in toolbridge.toml, add MCP servers with [[mcp_servers]] or --mcp; skills appear here once configured)");
+        crate::outln!("{NO_TOOLS}")?;
     } else {
         let width = specs
             .iter()
@@ -64,14 +67,22 @@ pub fn tools(args: ToolsArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(0)
             .max(20);
         let any_mcp = servers.iter().any(Option::is_some);
+        // On a terminal a long description wraps under itself; into a pipe each tool keeps
+        // one line (for grep).
+        let columns = crate::term::tty::size().map(|(columns, _)| columns);
+        let indent = width + 1 + if any_mcp { 13 } else { 0 };
         for (spec, server) in specs.iter().zip(servers) {
             let summary = spec.description.lines().next().unwrap_or_default();
+            let summary = match columns {
+                Some(columns) => wrap(summary, indent, columns),
+                None => summary.to_owned(),
+            };
             if any_mcp {
                 // The server column: `-` for built-in tools and skills.
                 let server = server.as_deref().unwrap_or("-");
-                println!("{:<width$} {:<12} {}", spec.name, server, summary);
+                crate::outln!("{:<width$} {:<12} {}", spec.name, server, summary)?;
             } else {
-                println!("{:<width$} {}", spec.name, summary);
+                crate::outln!("{:<width$} {}", spec.name, summary)?;
             }
         }
     }
@@ -104,30 +115,56 @@ pub fn skills(args: SkillsArgs) -> anyhow::Result<ExitCode> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&list)?)?;
     } else if skills.is_empty() {
-        println!("(no skills: add folders with --skills DIR or skill_dirs under [agent])");
+        crate::outln!("(no skills: add folders with --skills DIR or skill_dirs under [agent])")?;
     } else {
         for skill in skills.iter() {
-            println!("{}: {}", skill.name, skill.description);
+            crate::outln!("{}: {}", skill.name, skill.description)?;
         }
         if !report.cut.is_empty() {
-            println!(
+            crate::outln!(
                 "\nnote: the model's listing cuts descriptions at {} characters: {}",
                 DESCRIPTION_LIMIT,
                 report.cut.join(", ")
-            );
+            )?;
         }
         if !report.dropped.is_empty() {
-            println!(
+            crate::outln!(
                 "\nwarning: {} not in the model's listing (over its budget of {} characters; raise `skill_listing_budget` under [agent]): {}",
                 plural(report.dropped.len()),
                 skills.listing_budget(),
                 report.dropped.join(", ")
-            );
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `text` broken at spaces into lines that end by column `columns` when they start at column
+/// `indent`, the lines after the first indented to it. A word longer than a line stands alone;
+/// with less than 20 columns left nothing is wrapped.
+fn wrap(text: &str, indent: usize, columns: usize) -> String {
+    let room = columns.saturating_sub(indent);
+    if room < 20 {
+        return text.to_owned();
+    }
+    let mut out = String::new();
+    let mut line = 0;
+    for word in text.split_whitespace() {
+        let len = unicode_width::UnicodeWidthStr::width(word);
+        if line > 0 && line + 1 + len > room {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += len;
+    }
+    out
 }
 
 fn plural(n: usize) -> String {
@@ -135,5 +172,21 @@ fn plural(n: usize) -> String {
         "1 skill is".to_owned()
     } else {
         format!("{n} skills are")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn a_long_description_wraps_under_itself() {
+        let text = "Fetch a web page and return its text, links and title for the model to read";
+        let wrapped = wrap(text, 10, 40);
+        assert_eq!(
+            wrapped,
+            "Fetch a web page and return\n          its text, links and title for\n          the model to read"
+        );
+        assert_eq!(wrap(text, 30, 40), text, "too narrow: left as it is");
     }
 }

@@ -45,20 +45,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         WorkspacesCommand::List => {
             let list = workspace::list(&root);
             if list.is_empty() {
-                println!("(no workspaces under {})", root.display());
+                crate::outln!("(no workspaces under {})", root.display())?;
             }
             for w in list {
                 let age = SystemTime::now()
                     .duration_since(w.last_used)
                     .unwrap_or_default()
                     .as_secs();
-                println!(
+                crate::outln!(
                     "{}  used {} ago  {} bytes  {}",
                     w.conversation,
                     human_age(age),
                     workspace::disk_usage(&w.path).bytes,
                     w.path.display()
-                );
+                )?;
             }
         }
         WorkspacesCommand::Path { conversation } => {
@@ -70,7 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                             p.display()
                         );
                     }
-                    println!("{}", p.display())
+                    crate::outln!("{}", p.display())?
                 }
                 _ => anyhow::bail!("{conversation:?} is not a conversation id"),
             }
@@ -82,10 +82,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Duration::from_secs(days.saturating_mul(86_400)),
                 None,
             );
-            println!(
+            crate::outln!(
                 "removed {} workspace(s) idle for more than {days} day(s)",
                 removed.len()
-            );
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)

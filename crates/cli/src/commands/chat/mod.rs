@@ -175,7 +175,11 @@ fn command_line(command: Slash, session: &mut Session, conversation: &[Message])
             Err(e) => eprintln!("toolbridge: /save: {e:#}"),
         },
         Slash::Tools => {
-            for spec in agent.tool_specs() {
+            let specs = agent.tool_specs();
+            if specs.is_empty() {
+                eprintln!("{}", crate::commands::tools::NO_TOOLS);
+            }
+            for spec in specs {
                 eprintln!(
                     "{} — {}",
                     spec.name,

@@ -8,7 +8,8 @@ pub const HELP: &str = "\
 Commands:
   /help          this list
   /model [NAME]  show the model, or switch to NAME (a [[models]] name or provider:model)
-  /save FILE     save the conversation: FILE.md as Markdown, FILE.json as JSON
+  /save FILE     save the conversation to FILE, as Markdown when it ends in .md, as
+                 JSON when it ends in .json (one file, in the format its name says)
   /clear         start the conversation over (also /reset)
   /tools         the tools the model is offered
   /skills        the skills it can load
