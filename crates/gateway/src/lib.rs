@@ -38,6 +38,7 @@ mod error;
 mod messages;
 mod metrics;
 mod model_map;
+mod pagination;
 mod rate;
 mod request;
 mod responses;
