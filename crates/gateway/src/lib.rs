@@ -39,6 +39,7 @@ mod messages;
 mod metrics;
 mod model_map;
 mod pagination;
+mod quota;
 mod rate;
 mod request;
 mod responses;

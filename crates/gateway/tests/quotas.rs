@@ -139,3 +139,73 @@ async fn files_are_listed_a_page_at_a_time_with_cursors() {
     );
     gw.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn uploads_beyond_the_file_quota_are_refused_and_accepted_after_a_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path(), |c| {
+        c.state.max_file_bytes = 60_000;
+        c.state.max_file_bytes_per_user = 100_000;
+    })
+    .await;
+    let (status, first) = upload(&gw, ADA, "a.bin", vec![1; 60_000]).await;
+    assert_eq!(status, 200, "{first}");
+    let (status, err) = upload(&gw, ADA, "b.bin", vec![2; 50_000]).await;
+    assert_eq!(status, 400, "{err}");
+    assert_eq!(err["error"]["type"], "invalid_request_error", "{err}");
+    assert_eq!(err["error"]["code"], "storage_quota_exceeded", "{err}");
+    assert_eq!(err["error"]["param"], "file", "{err}");
+    let message = err["error"]["message"].as_str().unwrap();
+    for figure in [
+        "60000 bytes",
+        "100000 bytes",
+        "50000 more",
+        "max_file_bytes_per_user",
+    ] {
+        assert!(message.contains(figure), "{figure}: {message}");
+    }
+    // Nothing was stored, and another user's quota is their own.
+    let (_, list) = get(&gw, ADA, "/files").await;
+    assert_eq!(ids(&list).len(), 1, "{list}");
+    let (status, _) = upload(&gw, BOB, "b.bin", vec![2; 50_000]).await;
+    assert_eq!(status, 200);
+    // After a delete the same upload fits.
+    let first_id = first["id"].as_str().unwrap();
+    assert_eq!(delete(&gw, ADA, &format!("/files/{first_id}")).await, 200);
+    let (status, second) = upload(&gw, ADA, "b.bin", vec![2; 50_000]).await;
+    assert_eq!(status, 200, "{second}");
+    gw.shutdown().await.unwrap();
+}
+
+/// Item 11's figures at the gateway: ten uploads of 4 MiB, then their deletes.
+#[tokio::test]
+async fn the_database_file_shrinks_after_large_uploads_are_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = gateway(dir.path(), |c| c.state.max_file_bytes = 4 << 20).await;
+    let db = dir.path().join("state.sqlite3");
+    let size = || {
+        let wal = dir.path().join("state.sqlite3-wal");
+        (
+            std::fs::metadata(&db).map_or(0, |m| m.len()),
+            std::fs::metadata(wal).map_or(0, |m| m.len()),
+        )
+    };
+    let mut uploaded = Vec::new();
+    for i in 0..10 {
+        let (status, file) = upload(&gw, ADA, &format!("big{i}.bin"), vec![i; 4 << 20]).await;
+        assert_eq!(status, 200, "{file}");
+        uploaded.push(file["id"].as_str().unwrap().to_owned());
+    }
+    let full = size();
+    for id in &uploaded {
+        assert_eq!(delete(&gw, ADA, &format!("/files/{id}")).await, 200);
+    }
+    let after = size();
+    eprintln!("state.sqlite3 (main, wal) bytes: 40 MiB uploaded {full:?}, all deleted {after:?}");
+    assert!(full.0 > 30 << 20, "{full:?}");
+    assert!(
+        after.0 < 1 << 20,
+        "the database file kept the deleted uploads' space: {after:?}"
+    );
+    gw.shutdown().await.unwrap();
+}

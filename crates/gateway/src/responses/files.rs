@@ -66,6 +66,11 @@ fn store_failed(e: StoreError) -> Response {
         StoreError::TooLarge(_) => {
             ApiError::bad_param("file", "The file is too large.").into_response()
         }
+        StoreError::OverQuota {
+            used,
+            wanted,
+            quota,
+        } => crate::quota::files_full(used, wanted, quota).into_response(),
         other => {
             tracing::error!(error = %other, "files: state store");
             ApiError::state_unavailable().into_response()
@@ -206,7 +211,11 @@ pub(crate) async fn upload(
         media_type: sniff(&bytes).to_owned(),
         container: None,
     };
-    match store.put_file(record.clone(), Bytes::from(bytes)).await {
+    let stored = match crate::quota::file_quota(&state) {
+        Some(quota) => store.put_file_within(record.clone(), Bytes::from(bytes), quota),
+        None => store.put_file(record.clone(), Bytes::from(bytes)),
+    };
+    match stored.await {
         Ok(()) => json_response(StatusCode::OK, &object(&record)),
         Err(e) => store_failed(e),
     }

@@ -62,6 +62,9 @@ pub struct StateConfig {
     pub path: Option<PathBuf>,
     /// The largest uploaded or stored file.
     pub max_file_bytes: u64,
+    /// The most bytes one user's stored files (uploads and containers' files) may hold
+    /// together; 0 = no limit. Shared by every instance on the same database.
+    pub max_file_bytes_per_user: u64,
 }
 
 impl Default for StateConfig {
@@ -70,6 +73,7 @@ impl Default for StateConfig {
             url: None,
             path: None,
             max_file_bytes: 32 << 20,
+            max_file_bytes_per_user: 1 << 30,
         }
     }
 }
@@ -129,6 +133,11 @@ impl Service {
     /// The largest uploaded or stored file.
     pub(crate) fn max_file_bytes(&self) -> u64 {
         self.state.max_file_bytes
+    }
+
+    /// The per-user quota on stored files, `None` when off.
+    pub(crate) fn file_quota(&self) -> Option<u64> {
+        (self.state.max_file_bytes_per_user > 0).then_some(self.state.max_file_bytes_per_user)
     }
 
     /// The store, opened on first use. Opening marks what this instance left running as failed
