@@ -45,6 +45,7 @@ mod request;
 mod responses;
 mod routes;
 mod server;
+mod shared_limits;
 mod state;
 mod stream;
 mod threads;
