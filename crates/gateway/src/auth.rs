@@ -115,6 +115,29 @@ impl Keys {
     /// every memory and workspace belongs to one. A key's user is named after a digest of the
     /// key's digest (stable across restarts and reorderings of the key list; the key cannot be
     /// recovered from it); without keys there is one local user.
+    /// The name of a client's rate limit in a store shared by instances: the same for one key
+    /// on every instance (a digest of the key's digest, as [`Keys::user_of`] names users, but
+    /// per key: two keys of one user have a limit each), or the client's address.
+    pub(crate) fn limit_key(&self, who: Identity) -> String {
+        match who {
+            Identity::Key(i) => match self.digests.get(i) {
+                Some(digest) => {
+                    let d = Sha256::new()
+                        .chain_update(b"toolbridge-rate:")
+                        .chain_update(digest)
+                        .finalize();
+                    let mut name = String::from("key:");
+                    for b in &d[..16] {
+                        name.push_str(&format!("{b:02x}"));
+                    }
+                    name
+                }
+                None => format!("key#{i}"),
+            },
+            Identity::Peer(ip) => format!("ip:{ip}"),
+        }
+    }
+
     pub(crate) fn user_of(&self, who: Identity) -> String {
         match who {
             Identity::Key(i) => match (self.users.get(i).cloned().flatten(), self.digests.get(i)) {

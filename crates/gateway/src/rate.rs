@@ -16,6 +16,9 @@ use crate::auth::Identity;
 const MAX_BUCKETS: usize = 10_000;
 
 pub(crate) struct RateLimiter {
+    /// As configured, for the limit shared through the store ([`crate::shared_limits`]).
+    pub per_minute: u32,
+    pub burst_requests: u32,
     per_sec: f64,
     burst: f64,
     buckets: Mutex<HashMap<Identity, Bucket>>,
@@ -31,6 +34,8 @@ impl RateLimiter {
     /// `None` when the limit is off (`per_minute == 0`).
     pub(crate) fn new(per_minute: u32, burst: u32) -> Option<RateLimiter> {
         (per_minute > 0).then(|| RateLimiter {
+            per_minute,
+            burst_requests: burst.max(1),
             per_sec: f64::from(per_minute) / 60.0,
             burst: f64::from(burst.max(1)),
             buckets: Mutex::new(HashMap::new()),

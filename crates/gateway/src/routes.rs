@@ -174,6 +174,10 @@ async fn guard_api(State(state): State<Arc<AppState>>, request: Request, next: N
         if let Err(wait) = limiter.check(who) {
             return ApiError::rate_limited(wait).into_response();
         }
+        // With a state database shared by instances, the limit is counted there too.
+        if let Err(wait) = crate::shared_limits::take_request(&state, limiter, who).await {
+            return ApiError::rate_limited(wait).into_response();
+        }
     }
     let mut request = request;
     request

@@ -286,3 +286,165 @@ async fn a_background_response_is_cancelled_from_the_other_instance() {
     b.shutdown().await.unwrap();
     schema.drop_now().await;
 }
+
+/// Issue 34, item 13: two instances on one database with `change` applied to each's config.
+async fn pair_with(
+    schema: &Schema,
+    change: impl Fn(&mut ServerConfig),
+) -> (RunningGateway, RunningGateway, TestUpstream, TestUpstream) {
+    let (up_a, up_b) = (
+        TestUpstream::start().await.unwrap(),
+        TestUpstream::start().await.unwrap(),
+    );
+    let mut gateways = Vec::new();
+    for (up, name) in [(&up_a, "instance-a"), (&up_b, "instance-b")] {
+        let mut config: ServerConfig = server_config();
+        config.state.url = Some(schema.url.clone());
+        config.responses.instance = Some(name.to_owned());
+        change(&mut config);
+        let env = BTreeMap::from([(KEYS_VAR.to_owned(), KEYS.to_owned())]);
+        let gw = Gateway::new(config, vec![single("m", up, "native")], &env).unwrap();
+        gw.open_state().await.unwrap();
+        gateways.push(gw.spawn().await.unwrap());
+    }
+    let b = gateways.pop().unwrap();
+    let a = gateways.pop().unwrap();
+    (a, b, up_a, up_b)
+}
+
+#[tokio::test]
+async fn a_keys_rate_limit_holds_across_two_instances() {
+    let schema = Schema::create().await;
+    // Three requests at once, then one a minute: the burst is the window the test spends.
+    let (a, b, _up_a, _up_b) = pair_with(&schema, |c| {
+        c.rate_limit_per_minute = 1;
+        c.rate_limit_burst = 3;
+    })
+    .await;
+    let mut statuses = Vec::new();
+    let mut retry_after = Vec::new();
+    for i in 0..8 {
+        let gw = if i % 2 == 0 { &a } else { &b };
+        let resp = common::http()
+            .get(format!("{}/models", gw.base_url()))
+            .bearer_auth("sk-ada")
+            .send()
+            .await
+            .unwrap();
+        statuses.push(resp.status().as_u16());
+        if let Some(v) = resp.headers().get("retry-after") {
+            retry_after.push(v.to_str().unwrap().parse::<u64>().unwrap());
+        }
+    }
+    // Before the shared limit each instance let three through: six in all.
+    assert_eq!(
+        statuses,
+        [200, 200, 200, 429, 429, 429, 429, 429],
+        "{statuses:?}"
+    );
+    assert_eq!(retry_after.len(), 5);
+    assert!(
+        retry_after.iter().all(|s| (1..=60).contains(s)),
+        "{retry_after:?}"
+    );
+    // Another key has its own limit.
+    let resp = common::http()
+        .get(format!("{}/models", b.base_url()))
+        .bearer_auth("sk-bob")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+    schema.drop_now().await;
+}
+
+#[tokio::test]
+async fn a_users_concurrency_cap_holds_across_two_instances() {
+    let schema = Schema::create().await;
+    let (a, b, up_a, up_b) = pair_with(&schema, |c| c.responses.max_concurrent_per_user = 1).await;
+    up_a.push(Behavior::StallMidStream {
+        after_chunks: 1,
+        stall: std::time::Duration::from_secs(120),
+        reply: Reply::text("First part. The rest.").with_chunk_size(12),
+    });
+    up_b.set_default(Some(Behavior::Reply(Reply::text("Next."))));
+    let (status, started) = create(
+        &a,
+        ADA,
+        json!({"model": "m", "input": "Talk.", "background": true}),
+    )
+    .await;
+    assert_eq!(status, 200, "{started}");
+    let id = started["id"].as_str().unwrap().to_owned();
+    let patience = std::time::Duration::from_secs(30);
+    wait_for_status(&a, ADA, &id, "in_progress", patience).await;
+    // ada runs one response on A: B refuses her a second one (before: B counted only its own).
+    let (status, err) = create(&b, ADA, json!({"model": "m", "input": "x"})).await;
+    assert_eq!(status, 429, "{err}");
+    assert_eq!(
+        err["error"]["code"], "too_many_concurrent_responses",
+        "{err}"
+    );
+    // Another user is not held back by ada's run.
+    let (status, other) = create(&b, BOB, json!({"model": "m", "input": "x"})).await;
+    assert_eq!(status, 200, "{other}");
+    // Once A's run ends (cancelled), B lets her start one.
+    let (status, _) = post(&a, ADA, &format!("/responses/{id}/cancel"), json!({})).await;
+    assert_eq!(status, 200);
+    let start = std::time::Instant::now();
+    loop {
+        let (status, body) = create(&b, ADA, json!({"model": "m", "input": "x"})).await;
+        if status == 200 {
+            assert_eq!(body["output_text"], "Next.", "{body}");
+            break;
+        }
+        assert_eq!(status, 429, "{body}");
+        assert!(start.elapsed() < patience, "A's slot was never freed");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+    schema.drop_now().await;
+}
+
+#[tokio::test]
+async fn a_users_file_quota_holds_across_two_instances() {
+    let schema = Schema::create().await;
+    let (a, b, _up_a, _up_b) =
+        pair_with(&schema, |c| c.state.max_file_bytes_per_user = 100_000).await;
+    let upload = |gw: &RunningGateway, size: usize| {
+        let form = reqwest::multipart::Form::new()
+            .text("purpose", "user_data")
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(vec![7u8; size]).file_name("f.bin"),
+            );
+        common::http()
+            .post(format!("{}/files", gw.base_url()))
+            .bearer_auth("sk-ada")
+            .multipart(form)
+            .send()
+    };
+    let first: Value = upload(&a, 60_000).await.unwrap().json().await.unwrap();
+    let refused = upload(&b, 50_000).await.unwrap();
+    assert_eq!(refused.status().as_u16(), 400);
+    let err: Value = refused.json().await.unwrap();
+    assert_eq!(err["error"]["code"], "storage_quota_exceeded", "{err}");
+    let deleted = common::http()
+        .delete(format!(
+            "{}/files/{}",
+            a.base_url(),
+            first["id"].as_str().unwrap()
+        ))
+        .bearer_auth("sk-ada")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status().as_u16(), 200);
+    assert_eq!(upload(&b, 50_000).await.unwrap().status().as_u16(), 200);
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+    schema.drop_now().await;
+}

@@ -12,7 +12,9 @@
 //! [`MemoryStore`] (in-process, for tests). [`open`] picks one from a [`StoreConfig`].
 
 mod codec;
+mod limits;
 mod memory;
+mod page;
 pub mod postgres;
 pub mod sqlite;
 
@@ -23,7 +25,9 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
+pub use limits::{SharedLimits, SlotId};
 pub use memory::MemoryStore;
+pub use page::{page_of, Order, Page, PageRequest, MAX_PAGE};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
@@ -175,6 +179,12 @@ pub enum StoreError {
     TooLarge(String),
     #[error("bad state url: {0}")]
     Config(String),
+    /// A list's `after` names no object of the owner in that list.
+    #[error("no such cursor: {0}")]
+    UnknownCursor(String),
+    /// A write that would take the owner's stored files past their quota.
+    #[error("over quota: {used} bytes stored, {wanted} more wanted, quota {quota} bytes")]
+    OverQuota { used: u64, wanted: u64, quota: u64 },
 }
 
 /// Where the runtime's objects live. Every method is scoped by `owner` where it takes one.
@@ -265,6 +275,34 @@ pub trait Store: Send + Sync + 'static {
         filter: FileFilter,
     ) -> BoxFuture<'_, Result<Vec<FileRecord>, StoreError>>;
     fn delete_file(&self, owner: &str, id: &str) -> BoxFuture<'_, Result<bool, StoreError>>;
+
+    /// One page of the owner's files: in `page.order` of `created_at`, then of when they were
+    /// first stored, those after the file `page.after` names (a file of the owner in this list,
+    /// else [`StoreError::UnknownCursor`]), of `page.purpose` when set, at most `page.limit`
+    /// (1 to [`MAX_PAGE`]). Read with `LIMIT` in the query, never by loading the whole list.
+    fn list_files_page(
+        &self,
+        owner: &str,
+        filter: FileFilter,
+        page: PageRequest,
+    ) -> BoxFuture<'_, Result<Page<FileRecord>, StoreError>>;
+    /// The bytes of content the owner's files hold (uploads and container files alike).
+    fn file_usage(&self, owner: &str) -> BoxFuture<'_, Result<u64, StoreError>>;
+    /// [`Store::put_file`] within a quota: [`StoreError::OverQuota`] when the owner's files,
+    /// this one included (a replaced file counts at its new size), would hold more than `quota`
+    /// bytes. Checked and written in one transaction (PostgreSQL: under a lock per owner), so
+    /// uploads at once — on any instance of the database — cannot overshoot it together.
+    fn put_file_within(
+        &self,
+        meta: FileRecord,
+        content: Bytes,
+        quota: u64,
+    ) -> BoxFuture<'_, Result<(), StoreError>>;
+    /// Rate limits and run slots kept in the database and so shared by every instance on it
+    /// (PostgreSQL); `None` where each instance's own limits are the limits (SQLite, memory).
+    fn shared_limits(&self) -> Option<Arc<dyn SharedLimits>> {
+        None
+    }
 }
 
 /// Which store [`open`] opens.

@@ -8,9 +8,10 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 
 use crate::codec::{encode_conversation, failed_body, file_length, StoredResponse, FAILED};
+use crate::page::page_of;
 use crate::{
-    ConversationRecord, FileFilter, FileRecord, ResponseRecord, Store, StoreError, Unix,
-    RUNNING_STATUSES,
+    ConversationRecord, FileFilter, FileRecord, Page, PageRequest, ResponseRecord, Store,
+    StoreError, Unix, RUNNING_STATUSES,
 };
 
 /// Responses, conversations and files in memory.
@@ -47,6 +48,66 @@ impl MemoryStore {
         result: Result<T, StoreError>,
     ) -> BoxFuture<'static, Result<T, StoreError>> {
         Box::pin(std::future::ready(result))
+    }
+}
+
+impl Inner {
+    /// The bytes of the owner's files, `except` left out.
+    fn usage(&self, owner: &str, except: Option<&str>) -> u64 {
+        self.files
+            .values()
+            .filter(|(_, f, _)| f.owner == owner && Some(f.id.as_str()) != except)
+            .map(|(_, f, _)| f.bytes)
+            .sum()
+    }
+}
+
+impl MemoryStore {
+    /// The owner's files of `filter`, newest first.
+    fn listed(&self, owner: &str, filter: &FileFilter) -> Vec<FileRecord> {
+        let inner = self.lock();
+        let mut files: Vec<(u64, FileRecord)> = inner
+            .files
+            .values()
+            .filter(|(_, f, _)| {
+                f.owner == owner
+                    && match filter {
+                        FileFilter::Uploads => f.container.is_none(),
+                        FileFilter::Container(name) => f.container.as_ref() == Some(name),
+                        FileFilter::All => true,
+                    }
+            })
+            .map(|(seq, f, _)| (*seq, f.clone()))
+            .collect();
+        files.sort_by(|(sa, a), (sb, b)| b.created_at.cmp(&a.created_at).then(sb.cmp(sa)));
+        files.into_iter().map(|(_, f)| f).collect()
+    }
+
+    fn put_file_quota(
+        &self,
+        mut meta: FileRecord,
+        content: Bytes,
+        quota: Option<u64>,
+    ) -> Result<(), StoreError> {
+        file_length(&meta, content.len(), self.max_file_bytes)?;
+        meta.bytes = content.len() as u64;
+        let mut inner = self.lock();
+        if let Some(quota) = quota {
+            let used = inner.usage(&meta.owner, Some(&meta.id));
+            crate::limits::within_quota(used, content.len(), quota)?;
+        }
+        let seq = match inner.files.get(&meta.id) {
+            Some((_, old, _)) if old.owner != meta.owner => {
+                return Err(StoreError::Conflict(format!("file {}", meta.id)));
+            }
+            Some((seq, _, _)) => *seq,
+            None => {
+                inner.next_seq += 1;
+                inner.next_seq
+            }
+        };
+        inner.files.insert(meta.id.clone(), (seq, meta, content));
+        Ok(())
     }
 }
 
@@ -230,28 +291,8 @@ impl Store for MemoryStore {
         Self::ready(Ok(owned))
     }
 
-    fn put_file(
-        &self,
-        mut meta: FileRecord,
-        content: Bytes,
-    ) -> BoxFuture<'_, Result<(), StoreError>> {
-        let result = file_length(&meta, content.len(), self.max_file_bytes).and_then(|_| {
-            meta.bytes = content.len() as u64;
-            let mut inner = self.lock();
-            let seq = match inner.files.get(&meta.id) {
-                Some((_, old, _)) if old.owner != meta.owner => {
-                    return Err(StoreError::Conflict(format!("file {}", meta.id)));
-                }
-                Some((seq, _, _)) => *seq,
-                None => {
-                    inner.next_seq += 1;
-                    inner.next_seq
-                }
-            };
-            inner.files.insert(meta.id.clone(), (seq, meta, content));
-            Ok(())
-        });
-        Self::ready(result)
+    fn put_file(&self, meta: FileRecord, content: Bytes) -> BoxFuture<'_, Result<(), StoreError>> {
+        Self::ready(self.put_file_quota(meta, content, None))
     }
 
     fn get_file(
@@ -287,22 +328,7 @@ impl Store for MemoryStore {
         owner: &str,
         filter: FileFilter,
     ) -> BoxFuture<'_, Result<Vec<FileRecord>, StoreError>> {
-        let inner = self.lock();
-        let mut files: Vec<(u64, FileRecord)> = inner
-            .files
-            .values()
-            .filter(|(_, f, _)| {
-                f.owner == owner
-                    && match &filter {
-                        FileFilter::Uploads => f.container.is_none(),
-                        FileFilter::Container(name) => f.container.as_ref() == Some(name),
-                        FileFilter::All => true,
-                    }
-            })
-            .map(|(seq, f, _)| (*seq, f.clone()))
-            .collect();
-        files.sort_by(|(sa, a), (sb, b)| b.created_at.cmp(&a.created_at).then(sb.cmp(sa)));
-        Self::ready(Ok(files.into_iter().map(|(_, f)| f).collect()))
+        Self::ready(Ok(self.listed(owner, &filter)))
     }
 
     fn delete_file(&self, owner: &str, id: &str) -> BoxFuture<'_, Result<bool, StoreError>> {
@@ -315,5 +341,37 @@ impl Store for MemoryStore {
             inner.files.remove(id);
         }
         Self::ready(Ok(owned))
+    }
+
+    fn list_files_page(
+        &self,
+        owner: &str,
+        filter: FileFilter,
+        page: PageRequest,
+    ) -> BoxFuture<'_, Result<Page<FileRecord>, StoreError>> {
+        let files = self.listed(owner, &filter);
+        let files: Vec<FileRecord> = files
+            .into_iter()
+            .rev()
+            // The cursor stays whatever its purpose, as in the databases' queries.
+            .filter(|f| {
+                page.purpose.as_ref().is_none_or(|p| *p == f.purpose)
+                    || page.after.as_deref() == Some(f.id.as_str())
+            })
+            .collect();
+        Self::ready(page_of(files, |f| Some(f.id.as_str()), &page))
+    }
+
+    fn file_usage(&self, owner: &str) -> BoxFuture<'_, Result<u64, StoreError>> {
+        Self::ready(Ok(self.lock().usage(owner, None)))
+    }
+
+    fn put_file_within(
+        &self,
+        meta: FileRecord,
+        content: Bytes,
+        quota: u64,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        Self::ready(self.put_file_quota(meta, content, Some(quota)))
     }
 }

@@ -18,10 +18,15 @@ use futures::future::BoxFuture;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use crate::codec::{
-    self, encode_conversation, failed_body, file_length, stored_length, StoredConversation,
-    StoredResponse, CONVERSATION_COLUMNS, FAILED, FILE_COLUMNS, RESPONSE_COLUMNS,
+    self, encode_conversation, failed_body, stored_length, StoredConversation, StoredResponse,
+    CONVERSATION_COLUMNS, FAILED, FILE_COLUMNS, RESPONSE_COLUMNS,
 };
-use crate::{ConversationRecord, FileFilter, FileRecord, ResponseRecord, Store, StoreError, Unix};
+use crate::{
+    ConversationRecord, FileFilter, FileRecord, Page, PageRequest, ResponseRecord, Store,
+    StoreError, Unix,
+};
+
+mod files;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS toolbridge_responses (
@@ -175,6 +180,8 @@ fn open_file(path: &Path) -> Result<Connection, StoreError> {
     let mut conn = Connection::open(path).map_err(fail)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .map_err(fail)?;
+    // Before WAL: switching writes the header of a new file, which fixes its vacuum mode.
+    files::reclaimable(&conn).map_err(fail)?;
     // Switching a fresh file to WAL takes an exclusive lock, and SQLite answers a second
     // connection doing the same at that moment with SQLITE_BUSY without calling the busy handler
     // (two instances starting together on a new file): retry for as long as the busy timeout.
@@ -443,6 +450,9 @@ impl Store for SqliteStore {
                 .execute([now])?;
             tx.prepare_cached(ORPHAN_APPROVALS)?.execute([])?;
             tx.commit()?;
+            if files + responses > 0 {
+                files::reclaim(c);
+            }
             Ok((files + responses) as u64)
         })
     }
@@ -576,43 +586,7 @@ impl Store for SqliteStore {
     }
 
     fn put_file(&self, meta: FileRecord, content: Bytes) -> BoxFuture<'_, Result<(), StoreError>> {
-        let max = self.max_file_bytes;
-        self.run(move |c| {
-            let len = file_length(&meta, content.len(), max)?;
-            let tx = immediate(c)?;
-            let changed = tx
-                .prepare_cached(
-                    "INSERT INTO toolbridge_files (id, owner, filename, purpose, bytes, created_at,
-                     expires_at, media_type, container)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-                 ON CONFLICT (id) DO UPDATE SET filename = excluded.filename,
-                     purpose = excluded.purpose, bytes = excluded.bytes,
-                     created_at = excluded.created_at, expires_at = excluded.expires_at,
-                     media_type = excluded.media_type, container = excluded.container
-                 WHERE toolbridge_files.owner = excluded.owner",
-                )?
-                .execute(params![
-                    meta.id,
-                    meta.owner,
-                    meta.filename,
-                    meta.purpose,
-                    len,
-                    meta.created_at,
-                    meta.expires_at,
-                    meta.media_type,
-                    meta.container
-                ])?;
-            if changed == 0 {
-                return Err(StoreError::Conflict(format!("file {}", meta.id)).into());
-            }
-            tx.prepare_cached(
-                "INSERT INTO toolbridge_file_contents (id, content) VALUES (?1, ?2)
-                 ON CONFLICT (id) DO UPDATE SET content = excluded.content",
-            )?
-            .execute(params![meta.id, content.as_ref()])?;
-            tx.commit()?;
-            Ok(())
-        })
+        self.put_file_quota(meta, content, None)
     }
 
     fn get_file(
@@ -693,7 +667,34 @@ impl Store for SqliteStore {
                     .execute([&id])?;
             }
             tx.commit()?;
+            if deleted {
+                files::reclaim(c);
+            }
             Ok(deleted)
         })
+    }
+
+    fn list_files_page(
+        &self,
+        owner: &str,
+        filter: FileFilter,
+        page: PageRequest,
+    ) -> BoxFuture<'_, Result<Page<FileRecord>, StoreError>> {
+        let owner = owner.to_owned();
+        self.run(move |c| files::list_page(c, &owner, &filter, &page))
+    }
+
+    fn file_usage(&self, owner: &str) -> BoxFuture<'_, Result<u64, StoreError>> {
+        let owner = owner.to_owned();
+        self.run(move |c| files::usage(c, &owner, None))
+    }
+
+    fn put_file_within(
+        &self,
+        meta: FileRecord,
+        content: Bytes,
+        quota: u64,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        self.put_file_quota(meta, content, Some(quota))
     }
 }

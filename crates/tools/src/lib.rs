@@ -19,6 +19,7 @@ pub mod images;
 pub mod memory;
 pub mod net;
 pub mod python;
+pub mod quota;
 pub mod save_memory;
 pub mod search;
 pub mod terminal;
@@ -30,7 +31,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use toolbridge_agent::toolbox::ToolboxError;
-use toolbridge_agent::Toolbox;
+use toolbridge_agent::{Tool, Toolbox};
 
 use crate::images::{ImageGenerate, ImagesConfig, ImagesEndpoint};
 use crate::memory::{MemoryConfig, MemoryError, MemoryStore};
@@ -172,16 +173,15 @@ pub fn register_with(
         config.is_enabled(Builtin::PythonExecute),
         shared_sandbox.clone(),
     ) {
-        toolbox.add(Arc::new(python::PythonExecute::new(
-            sandbox,
-            config.python.clone(),
-        )))?;
+        let python = Arc::new(python::PythonExecute::new(sandbox, config.python.clone()));
+        toolbox.add(held_to_quota(python, config))?;
     }
     if let (true, Some(sandbox)) = (config.is_enabled(Builtin::RunInTerminal), shared_sandbox) {
-        toolbox.add(Arc::new(terminal::RunInTerminal::new(
+        let terminal = Arc::new(terminal::RunInTerminal::new(
             sandbox,
             config.terminal.clone(),
-        )))?;
+        ));
+        toolbox.add(held_to_quota(terminal, config))?;
     }
     if config.is_enabled(Builtin::ImageGenerate) {
         let endpoint = match &config.images {
@@ -197,6 +197,14 @@ pub fn register_with(
         ))?;
     }
     Ok(())
+}
+
+/// A code-running tool wrapped in the workspace quota, when there is one.
+fn held_to_quota(tool: Arc<dyn Tool>, config: &ToolsConfig) -> Arc<dyn Tool> {
+    match config.workspaces.max_bytes() {
+        Some(max) => Arc::new(quota::WorkspaceQuota::new(tool, max)),
+        None => tool,
+    }
 }
 
 /// The memory store of a configuration.

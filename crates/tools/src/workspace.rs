@@ -35,10 +35,19 @@ pub struct WorkspacesConfig {
     /// Workspaces not used for this many days are removed when a run starts (0: never).
     #[serde(default = "default_idle_days")]
     pub idle_days: u64,
+    /// The most one workspace may hold, in MiB (0: no limit): over it, `python_execute` and
+    /// `run_in_terminal` refuse to run (all but commands that only remove files) and the
+    /// gateway stages no upload into it, until files are deleted ([`crate::quota`]).
+    #[serde(default = "default_max_size_mb")]
+    pub max_size_mb: u64,
 }
 
 fn default_idle_days() -> u64 {
     7
+}
+
+fn default_max_size_mb() -> u64 {
+    1024
 }
 
 impl Default for WorkspacesConfig {
@@ -46,6 +55,7 @@ impl Default for WorkspacesConfig {
         WorkspacesConfig {
             root: None,
             idle_days: default_idle_days(),
+            max_size_mb: default_max_size_mb(),
         }
     }
 }
@@ -57,6 +67,11 @@ impl WorkspacesConfig {
             return Some(root.clone());
         }
         crate::memory::default_sqlite_path().and_then(|p| p.parent().map(|d| d.join("workspaces")))
+    }
+
+    /// The workspace quota in bytes (`None`: no limit).
+    pub fn max_bytes(&self) -> Option<u64> {
+        (self.max_size_mb > 0).then(|| self.max_size_mb.saturating_mul(1 << 20))
     }
 
     /// The idle rule as a duration (`None`: never clean).

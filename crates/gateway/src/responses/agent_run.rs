@@ -221,7 +221,7 @@ pub(crate) async fn prepare(
     };
     let configured = configured_tools(state)?;
     // Admitted before anything is connected: a user over the limit starts nothing.
-    let admitted = state.responses.admit(owner)?;
+    let admitted = state.responses.admit(owner).await?;
     let remote = if spec.tools_off {
         remote_mcp::Connected::default()
     } else {

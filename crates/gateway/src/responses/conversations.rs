@@ -193,11 +193,13 @@ pub(crate) async fn items(
     Path(id): Path<String>,
     Query(query): Query<ListQuery>,
 ) -> Response {
-    match find(&state, &owner, &id).await {
-        Ok(c) => json_response(
-            StatusCode::OK,
-            &super::list_page(c.items.as_array().cloned().unwrap_or_default(), &query),
-        ),
-        Err(r) => r,
+    let c = match find(&state, &owner, &id).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let items = c.items.as_array().cloned().unwrap_or_default();
+    match crate::pagination::items_page(items, &query) {
+        Ok(page) => json_response(StatusCode::OK, &page),
+        Err(e) => e.into_response(),
     }
 }

@@ -17,11 +17,12 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use bytes::Bytes;
 use serde_json::{json, Value};
-use toolbridge_state::{FileFilter, FileRecord, StoreError};
+use toolbridge_state::{FileFilter, FileRecord, Page, StoreError};
 
 use super::json_response;
 use crate::decode::Query;
 use crate::error::ApiError;
+use crate::pagination::{self, ListQuery};
 use crate::routes::User;
 use crate::state::AppState;
 
@@ -67,6 +68,11 @@ fn store_failed(e: StoreError) -> Response {
         StoreError::TooLarge(_) => {
             ApiError::bad_param("file", "The file is too large.").into_response()
         }
+        StoreError::OverQuota {
+            used,
+            wanted,
+            quota,
+        } => crate::quota::files_full(used, wanted, quota).into_response(),
         other => {
             tracing::error!(error = %other, "files: state store");
             ApiError::state_unavailable().into_response()
@@ -254,41 +260,60 @@ pub(crate) async fn upload(
         media_type: sniff(&bytes).to_owned(),
         container: None,
     };
-    match store.put_file(record.clone(), Bytes::from(bytes)).await {
+    let stored = match crate::quota::file_quota(&state) {
+        Some(quota) => store.put_file_within(record.clone(), Bytes::from(bytes), quota),
+        None => store.put_file(record.clone(), Bytes::from(bytes)),
+    };
+    match stored.await {
         Ok(()) => json_response(StatusCode::OK, &object(&record)),
         Err(e) => store_failed(e),
     }
 }
 
-#[derive(serde::Deserialize)]
-pub(crate) struct FileQuery {
-    purpose: Option<String>,
-    limit: Option<usize>,
-}
-
-/// `GET /v1/files`: the key's uploads, newest first.
+/// `GET /v1/files`: the key's uploads, a page at a time (newest first unless `order=asc`).
 pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
     Extension(User(owner)): Extension<User>,
-    Query(query): Query<FileQuery>,
+    Query(query): Query<ListQuery>,
 ) -> Response {
+    list_page(
+        &state,
+        &owner,
+        FileFilter::Uploads,
+        &query,
+        pagination::FILES,
+        object,
+    )
+    .await
+}
+
+/// A page of the owner's files of `filter`, each shown by `show`, read page by page from the
+/// store.
+async fn list_page(
+    state: &Arc<AppState>,
+    owner: &str,
+    filter: FileFilter,
+    query: &ListQuery,
+    limits: pagination::Limits,
+    show: impl Fn(&FileRecord) -> Value,
+) -> Response {
+    let request = match query.page(limits) {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
     let store = match state.responses.store().await {
         Ok(s) => s,
         Err(e) => return store_failed(e),
     };
-    match store.list_files(&owner, FileFilter::Uploads).await {
-        Ok(files) => {
-            let data: Vec<Value> = files
-                .iter()
-                .filter(|f| query.purpose.as_ref().is_none_or(|p| *p == f.purpose))
-                .take(query.limit.unwrap_or(10_000).clamp(1, 10_000))
-                .map(object)
-                .collect();
-            json_response(
-                StatusCode::OK,
-                &json!({"object": "list", "data": data, "has_more": false}),
-            )
+    match store.list_files_page(owner, filter, request).await {
+        Ok(page) => {
+            let page = Page {
+                data: page.data.iter().map(show).collect(),
+                has_more: page.has_more,
+            };
+            json_response(StatusCode::OK, &pagination::list_object(page))
         }
+        Err(StoreError::UnknownCursor(after)) => pagination::unknown_cursor(&after).into_response(),
         Err(e) => store_failed(e),
     }
 }
@@ -384,28 +409,11 @@ pub(crate) async fn container_files(
     State(state): State<Arc<AppState>>,
     Extension(User(owner)): Extension<User>,
     Path(container): Path<String>,
+    Query(query): Query<ListQuery>,
 ) -> Response {
-    let store = match state.responses.store().await {
-        Ok(s) => s,
-        Err(e) => return store_failed(e),
-    };
-    match store
-        .list_files(&owner, FileFilter::Container(container.clone()))
-        .await
-    {
-        Ok(files) => {
-            let data: Vec<Value> = files
-                .iter()
-                .map(|f| container_object(f, &container))
-                .collect();
-            json_response(
-                StatusCode::OK,
-                &json!({"object": "list", "data": data, "has_more": false,
-                "first_id": data.first().map(|f| f["id"].clone()), "last_id": data.last().map(|f| f["id"].clone())}),
-            )
-        }
-        Err(e) => store_failed(e),
-    }
+    let filter = FileFilter::Container(container.clone());
+    let show = |f: &FileRecord| container_object(f, &container);
+    list_page(&state, &owner, filter, &query, pagination::ITEMS, show).await
 }
 
 async fn container_file_record(

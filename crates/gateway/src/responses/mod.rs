@@ -178,12 +178,7 @@ pub(crate) async fn delete(
     }
 }
 
-#[derive(serde::Deserialize)]
-pub(crate) struct ListQuery {
-    limit: Option<usize>,
-    order: Option<String>,
-    after: Option<String>,
-}
+pub(crate) use crate::pagination::ListQuery;
 
 /// `GET /v1/responses/{id}/input_items`: OpenAI's list page (`order` `desc` by default).
 pub(crate) async fn input_items(
@@ -196,37 +191,11 @@ pub(crate) async fn input_items(
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
-    json_response(
-        StatusCode::OK,
-        &list_page(
-            record.input_items.as_array().cloned().unwrap_or_default(),
-            &query,
-        ),
-    )
-}
-
-/// One page of a list of items in OpenAI's form (`order` `desc` unless `asc`; `after` an id).
-pub(crate) fn list_page(mut items: Vec<Value>, query: &ListQuery) -> Value {
-    if query.order.as_deref() != Some("asc") {
-        items.reverse();
+    let items = record.input_items.as_array().cloned().unwrap_or_default();
+    match crate::pagination::items_page(items, &query) {
+        Ok(page) => json_response(StatusCode::OK, &page),
+        Err(e) => e.into_response(),
     }
-    if let Some(after) = &query.after {
-        if let Some(pos) = items.iter().position(|i| i["id"].as_str() == Some(after)) {
-            items.drain(..=pos);
-        }
-    }
-    let limit = query.limit.unwrap_or(20).clamp(1, 100);
-    let has_more = items.len() > limit;
-    items.truncate(limit);
-    let first = items
-        .first()
-        .and_then(|i| i["id"].as_str())
-        .map(str::to_owned);
-    let last = items
-        .last()
-        .and_then(|i| i["id"].as_str())
-        .map(str::to_owned);
-    json!({"object": "list", "data": items, "first_id": first, "last_id": last, "has_more": has_more})
 }
 
 /// `POST /v1/responses/{id}/cancel`: a background response running on this instance is

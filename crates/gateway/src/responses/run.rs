@@ -187,8 +187,10 @@ pub(crate) async fn prepare(
     };
     let mut run = agent_run::prepare(state, owner, spec).await?;
     if !request.files.is_empty() {
+        let quota = crate::quota::workspace_quota(state);
         let staged =
-            super::staging::stage(store.as_ref(), owner, &mut request, run.workspace()).await?;
+            super::staging::stage(store.as_ref(), owner, &mut request, run.workspace(), quota)
+                .await?;
         run.context.attachments.extend(staged);
     }
 
@@ -602,6 +604,7 @@ pub(crate) async fn execute(state: Arc<AppState>, prepared: Prepared, sink: Sink
             ws,
             before,
             service.max_file_bytes(),
+            service.file_quota(),
         )
         .await;
     }

@@ -2,7 +2,7 @@
 //! (opened on first use, or at start by `toolbridge serve`), this instance's name, its running
 //! responses (to cancel them and to keep their heartbeat), and the per-user run counts.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
-use toolbridge_state::{Store, StoreConfig, StoreError};
+use toolbridge_state::{SharedLimits, SlotId, Store, StoreConfig, StoreError};
 
 use super::tools::UnavailableTools;
 use crate::error::ApiError;
@@ -62,6 +62,9 @@ pub struct StateConfig {
     pub path: Option<PathBuf>,
     /// The largest uploaded or stored file.
     pub max_file_bytes: u64,
+    /// The most bytes one user's stored files (uploads and containers' files) may hold
+    /// together; 0 = no limit. Shared by every instance on the same database.
+    pub max_file_bytes_per_user: u64,
 }
 
 impl Default for StateConfig {
@@ -70,6 +73,7 @@ impl Default for StateConfig {
             url: None,
             path: None,
             max_file_bytes: 32 << 20,
+            max_file_bytes_per_user: 1 << 30,
         }
     }
 }
@@ -92,7 +96,13 @@ pub(crate) struct Service {
     /// Responses running here: their cancellation tokens.
     running: Mutex<HashMap<String, CancellationToken>>,
     per_user: Mutex<HashMap<String, usize>>,
+    /// Run slots this instance holds in a shared database: their leases are renewed by the
+    /// heartbeat.
+    slots: Mutex<HashSet<SlotId>>,
 }
+
+/// How long a run slot in a shared database outlives its instance's last heartbeat.
+const SLOT_LEASE: Duration = Duration::from_secs(STALE_AFTER_SECS as u64);
 
 impl Service {
     pub(crate) fn new(config: ResponsesConfig, state: StateConfig, port: u16) -> Self {
@@ -118,6 +128,7 @@ impl Service {
             instance,
             running: Mutex::new(HashMap::new()),
             per_user: Mutex::new(HashMap::new()),
+            slots: Mutex::new(HashSet::new()),
         }
     }
 
@@ -129,6 +140,32 @@ impl Service {
     /// The largest uploaded or stored file.
     pub(crate) fn max_file_bytes(&self) -> u64 {
         self.state.max_file_bytes
+    }
+
+    /// The per-user quota on stored files, `None` when off.
+    pub(crate) fn file_quota(&self) -> Option<u64> {
+        (self.state.max_file_bytes_per_user > 0).then_some(self.state.max_file_bytes_per_user)
+    }
+
+    /// The limits kept in a state database shared by instances (PostgreSQL); `None` on SQLite,
+    /// where each instance's own limits are the limits, or when the store cannot be opened
+    /// (logged; the in-process limits still apply).
+    pub(crate) async fn shared_limits(self: &Arc<Self>) -> Option<Arc<dyn SharedLimits>> {
+        let shared = self
+            .state
+            .url
+            .as_deref()
+            .is_some_and(|u| u.starts_with("postgres://") || u.starts_with("postgresql://"));
+        if !shared {
+            return None;
+        }
+        match self.store().await {
+            Ok(store) => store.shared_limits(),
+            Err(e) => {
+                tracing::error!(error = %e, "shared limits: the state store is not available");
+                None
+            }
+        }
     }
 
     /// The store, opened on first use. Opening marks what this instance left running as failed
@@ -216,6 +253,16 @@ impl Service {
                 Err(e) => tracing::error!(error = %e, "responses: heartbeat failed"),
             }
         }
+        let slots: Vec<SlotId> = self
+            .slots
+            .lock()
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default();
+        if let (false, Some(limits)) = (slots.is_empty(), store.shared_limits()) {
+            if let Err(e) = limits.renew_slots(&slots, SLOT_LEASE).await {
+                tracing::error!(error = %e, "responses: renewing run slots failed");
+            }
+        }
         if n % UPKEEP_EVERY == 0 {
             // An instance name nobody has: only the staleness rule applies.
             if let Err(e) = store.recover("", now - STALE_AFTER_SECS, INTERRUPTED).await {
@@ -233,19 +280,45 @@ impl Service {
             .then(|| now + (self.config.retention_hours * 3600.0) as i64)
     }
 
-    /// Counts a run of `user` in; 429 beyond the limit. The guard counts it out.
-    pub(crate) fn admit(self: &Arc<Self>, user: &str) -> Result<Admitted, ApiError> {
-        let mut counts = self.per_user.lock().unwrap_or_else(|p| p.into_inner());
-        let count = counts.entry(user.to_owned()).or_insert(0);
+    /// Counts a run of `user` in; 429 beyond the limit. The guard counts it out. On a shared
+    /// database the run also takes one of the user's slots there, so the limit holds across
+    /// instances (a database that fails to answer leaves the instance's own count in charge).
+    pub(crate) async fn admit(self: &Arc<Self>, user: &str) -> Result<Admitted, ApiError> {
         let max = self.config.max_concurrent_per_user;
-        if max > 0 && *count >= max {
-            return Err(ApiError::too_many_runs(max));
+        {
+            let mut counts = self.per_user.lock().unwrap_or_else(|p| p.into_inner());
+            let count = counts.entry(user.to_owned()).or_insert(0);
+            if max > 0 && *count >= max {
+                return Err(ApiError::too_many_runs(max));
+            }
+            *count += 1;
         }
-        *count += 1;
-        Ok(Admitted {
+        let mut admitted = Admitted {
             service: Arc::clone(self),
             user: user.to_owned(),
-        })
+            slot: None,
+        };
+        if max > 0 {
+            if let Some(limits) = self.shared_limits().await {
+                match limits
+                    .acquire_slot(user, max, &self.instance, SLOT_LEASE)
+                    .await
+                {
+                    Ok(Some(slot)) => {
+                        if let Ok(mut slots) = self.slots.lock() {
+                            slots.insert(slot.clone());
+                        }
+                        admitted.slot = Some((slot, limits));
+                    }
+                    // Dropping `admitted` counts the run out again here.
+                    Ok(None) => return Err(ApiError::too_many_runs(max)),
+                    Err(e) => {
+                        tracing::error!(error = %e, "responses: run slots: the shared state database did not answer; the instance's own count applies")
+                    }
+                }
+            }
+        }
+        Ok(admitted)
     }
 
     pub(crate) fn register(&self, id: &str, cancel: CancellationToken) {
@@ -276,6 +349,8 @@ impl Service {
 pub(crate) struct Admitted {
     service: Arc<Service>,
     user: String,
+    /// The slot taken in a shared database, freed when the run ends.
+    slot: Option<(SlotId, Arc<dyn SharedLimits>)>,
 }
 
 impl Drop for Admitted {
@@ -289,6 +364,20 @@ impl Drop for Admitted {
             *count = count.saturating_sub(1);
             if *count == 0 {
                 counts.remove(&self.user);
+            }
+        }
+        drop(counts);
+        if let Some((slot, limits)) = self.slot.take() {
+            if let Ok(mut slots) = self.service.slots.lock() {
+                slots.remove(&slot);
+            }
+            // Freed in the background; with no runtime left (shutting down) its lease runs out.
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    if let Err(e) = limits.release_slot(&slot).await {
+                        tracing::warn!(error = %e, "responses: releasing a run slot failed; its lease will free it");
+                    }
+                });
             }
         }
     }

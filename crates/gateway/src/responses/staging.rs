@@ -20,6 +20,7 @@ pub(crate) async fn stage(
     owner: &str,
     request: &mut ResponsesRequest,
     workspace: Option<&Workspace>,
+    workspace_quota: Option<u64>,
 ) -> Result<Vec<String>, ApiError> {
     let mut attached = Vec::new();
     for file in std::mem::take(&mut request.files) {
@@ -70,6 +71,13 @@ pub(crate) async fn stage(
                     detail: None,
                 },
             });
+        }
+        if let (Some(ws), Some(quota)) = (workspace, workspace_quota) {
+            let used = toolbridge_tools::quota::workspace_bytes(ws.path().to_path_buf()).await;
+            let wanted = bytes.len() as u64;
+            if used.saturating_add(wanted) > quota {
+                return Err(crate::quota::workspace_full(used, wanted, quota));
+            }
         }
         match workspace {
             Some(ws) => match ws.attach_bytes(&name, &bytes) {
@@ -131,6 +139,7 @@ pub(crate) async fn keep_outputs(
     workspace: &Workspace,
     before: &OutputsSnapshot,
     max_bytes: u64,
+    quota: Option<u64>,
 ) {
     let fresh = workspace.new_outputs(before);
     if fresh.is_empty() {
@@ -169,7 +178,12 @@ pub(crate) async fn keep_outputs(
             media_type: sniff(&bytes).to_owned(),
             container: Some(container.to_owned()),
         };
-        if let Err(e) = store.put_file(record, Bytes::from(bytes)).await {
+        // Over the user's file quota the output stays in the workspace only.
+        let stored = match quota {
+            Some(quota) => store.put_file_within(record, Bytes::from(bytes), quota),
+            None => store.put_file(record, Bytes::from(bytes)),
+        };
+        if let Err(e) = stored.await {
             tracing::warn!(error = %e, file = %file.relative, "responses: an output file was not stored");
         }
     }

@@ -252,3 +252,34 @@ pub fn truncation_note(total_chars: usize) -> String {
         &[("{len(result)}", &total_chars.to_string())],
     )
 }
+
+/// Ours: a `python_execute` or `run_in_terminal` call refused because the conversation's
+/// workspace holds more than its quota (`[tools.workspaces] max_size_mb`); placeholders
+/// `<USED>` and `<QUOTA>` (MiB).
+pub const WORKSPACE_OVER_QUOTA: &str = "The workspace (/workspace) holds <USED> MiB, more than its quota of <QUOTA> MiB, so no code runs in it until files are deleted. Delete files that are no longer needed with run_in_terminal and a command that only removes files (for example `rm /workspace/outputs/big.csv`), which is allowed while the workspace is over its quota, or tell the user that this conversation's workspace is full and files must be deleted.";
+
+/// Ours: appended to the result of a call after which the workspace holds more than its quota;
+/// placeholders `<USED>` and `<QUOTA>` (MiB).
+pub const WORKSPACE_NOW_OVER_QUOTA: &str = "[The workspace now holds <USED> MiB, more than its quota of <QUOTA> MiB: delete files (rm) before running more code.]";
+
+/// [`WORKSPACE_OVER_QUOTA`] with its figures.
+pub fn workspace_over_quota(used_mib: u64, quota_mib: u64) -> String {
+    super::fill(
+        WORKSPACE_OVER_QUOTA,
+        &[
+            ("<USED>", &used_mib.to_string()),
+            ("<QUOTA>", &quota_mib.to_string()),
+        ],
+    )
+}
+
+/// [`WORKSPACE_NOW_OVER_QUOTA`] with its figures.
+pub fn workspace_now_over_quota(used_mib: u64, quota_mib: u64) -> String {
+    super::fill(
+        WORKSPACE_NOW_OVER_QUOTA,
+        &[
+            ("<USED>", &used_mib.to_string()),
+            ("<QUOTA>", &quota_mib.to_string()),
+        ],
+    )
+}

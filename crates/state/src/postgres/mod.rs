@@ -12,6 +12,8 @@
 //! A deployment may keep the tables in a schema of its own with the URL's `options`, e.g.
 //! `postgres://…/db?options=-csearch_path%3Dtoolbridge` (the tests do this).
 
+mod files;
+mod limits;
 mod pool;
 
 use std::sync::Arc;
@@ -24,10 +26,13 @@ pub use pool::POOL_SIZE;
 use pool::{connect, Conn, Fail, Pg, Pool};
 
 use crate::codec::{
-    self, encode_conversation, failed_body, file_length, stored_length, StoredConversation,
-    StoredResponse, CONVERSATION_COLUMNS, FAILED, FILE_COLUMNS, RESPONSE_COLUMNS,
+    self, encode_conversation, failed_body, stored_length, StoredConversation, StoredResponse,
+    CONVERSATION_COLUMNS, FAILED, FILE_COLUMNS, RESPONSE_COLUMNS,
 };
-use crate::{ConversationRecord, FileFilter, FileRecord, ResponseRecord, Store, StoreError, Unix};
+use crate::{
+    ConversationRecord, FileFilter, FileRecord, Page, PageRequest, ResponseRecord, Store,
+    StoreError, Unix,
+};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS toolbridge_responses (
@@ -133,6 +138,7 @@ async fn create_schema(client: &mut Client) -> Pg<()> {
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
         .await?;
     tx.batch_execute(SCHEMA).await?;
+    tx.batch_execute(limits::SCHEMA).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -527,55 +533,7 @@ impl Store for PostgresStore {
     }
 
     fn put_file(&self, meta: FileRecord, content: Bytes) -> BoxFuture<'_, Result<(), StoreError>> {
-        let max = self.max_file_bytes;
-        self.with(move |conn| {
-            Box::pin(async move {
-                let len = file_length(&meta, content.len(), max)?;
-                let put_meta = conn
-                    .prepare(
-                        "INSERT INTO toolbridge_files (id, owner, filename, purpose, bytes,
-                             created_at, expires_at, media_type, container)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-                         ON CONFLICT (id) DO UPDATE SET filename = EXCLUDED.filename,
-                             purpose = EXCLUDED.purpose, bytes = EXCLUDED.bytes,
-                             created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at,
-                             media_type = EXCLUDED.media_type, container = EXCLUDED.container
-                         WHERE toolbridge_files.owner = EXCLUDED.owner",
-                    )
-                    .await?;
-                let put_content = conn
-                    .prepare(
-                        "INSERT INTO toolbridge_file_contents (id, content) VALUES ($1, $2)
-                         ON CONFLICT (id) DO UPDATE SET content = EXCLUDED.content",
-                    )
-                    .await?;
-                let tx = conn.client.transaction().await?;
-                let changed = tx
-                    .execute(
-                        &put_meta,
-                        &[
-                            &meta.id,
-                            &meta.owner,
-                            &meta.filename,
-                            &meta.purpose,
-                            &len,
-                            &meta.created_at,
-                            &meta.expires_at,
-                            &meta.media_type,
-                            &meta.container,
-                        ],
-                    )
-                    .await?;
-                if changed == 0 {
-                    // Dropping the transaction rolls it back.
-                    return Err(StoreError::Conflict(format!("file {}", meta.id)).into());
-                }
-                tx.execute(&put_content, &[&meta.id, &content.as_ref()])
-                    .await?;
-                tx.commit().await?;
-                Ok(())
-            })
-        })
+        self.put_file_quota(meta, content, None)
     }
 
     fn get_file(
@@ -675,5 +633,35 @@ impl Store for PostgresStore {
                 Ok(deleted > 0)
             })
         })
+    }
+
+    fn list_files_page(
+        &self,
+        owner: &str,
+        filter: FileFilter,
+        page: PageRequest,
+    ) -> BoxFuture<'_, Result<Page<FileRecord>, StoreError>> {
+        let owner = owner.to_owned();
+        self.with(move |conn| {
+            Box::pin(async move { files::list_page(conn, &owner, &filter, &page).await })
+        })
+    }
+
+    fn file_usage(&self, owner: &str) -> BoxFuture<'_, Result<u64, StoreError>> {
+        let owner = owner.to_owned();
+        self.with(move |conn| Box::pin(async move { files::usage(conn, &owner).await }))
+    }
+
+    fn put_file_within(
+        &self,
+        meta: FileRecord,
+        content: Bytes,
+        quota: u64,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        self.put_file_quota(meta, content, Some(quota))
+    }
+
+    fn shared_limits(&self) -> Option<Arc<dyn crate::SharedLimits>> {
+        Some(Arc::new(self.clone()))
     }
 }
