@@ -11,8 +11,8 @@ A function's length runs from the line of its `fn` keyword to the line of its cl
 comments and string and character literals are blanked out, so a brace inside them does not count.
 
 Test code is left out: files under tests/, benches/, examples/ and fuzz/, files named tests.rs or
-*_tests.rs, items marked #[cfg(test)] (a whole `mod tests { … }` with them), and #[test]
-functions. Nested functions are listed on their own as well as counted in their parent.
+*_tests.rs, items marked #[cfg(test)] (a whole `mod tests { … }` with them, and the file of a
+`#[cfg(test)] mod reference;`), and #[test] functions. Nested functions are listed on their own as well as counted in their parent.
 """
 import argparse
 import os
@@ -140,11 +140,29 @@ def test_ranges(clean):
     return ranges
 
 
-def functions(path):
+TEST_MOD_DECL = re.compile(r"#\[\s*cfg\s*\(\s*test\s*\)\s*\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([A-Za-z_][A-Za-z0-9_]*)\s*;")
+
+
+def test_module_files(path, clean):
+    """The files of the modules the file declares as `#[cfg(test)] mod name;`."""
+    base = os.path.dirname(path)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if stem not in ("mod", "lib", "main"):
+        base = os.path.join(base, stem)  # foo.rs declares foo/name.rs
+    files = set()
+    for m in TEST_MOD_DECL.finditer(clean):
+        files.add(os.path.normpath(os.path.join(base, m.group(1) + ".rs")))
+        files.add(os.path.normpath(os.path.join(base, m.group(1), "mod.rs")))
+    return files
+
+
+def functions(path, test_files=None):
     """(line, name, length) of each function with a body in the file, test-only ones left out."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
     clean = blank(text)
+    if test_files is not None:
+        test_files.update(test_module_files(path, clean))
     skip = test_ranges(clean)
     found = []
     for m in FN.finditer(clean):
@@ -179,10 +197,15 @@ def main():
     ap.add_argument("--max", type=int, help="exit 1 if any function is longer than this")
     args = ap.parse_args()
 
-    rows = []
+    found = []
+    test_files = set()  # of `#[cfg(test)] mod name;`, known once their parent has been read
     for path in production_files(args.paths):
-        for line, name, length in functions(path):
-            rows.append((length, f"{path}:{line}", name))
+        found.extend((path, row) for row in functions(path, test_files))
+    rows = [
+        (length, f"{path}:{line}", name)
+        for path, (line, name, length) in found
+        if os.path.normpath(path) not in test_files
+    ]
     rows.sort(key=lambda r: (-r[0], r[1]))
     listed = [r for r in rows if r[0] > args.min]
     for length, where, name in listed:
