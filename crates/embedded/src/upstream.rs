@@ -173,163 +173,23 @@ impl EmbeddedUpstream {
         let dialect = self.dialect();
         let offered = offered_tools(&request.tools, request.tool_choice.as_ref());
         let (prompt, stop) = self.render(request);
-        let sampling = Sampling {
-            temperature: request
-                .temperature
-                .map(|t| t as f32)
-                .unwrap_or(self.config.temperature),
-            top_p: request.top_p.map(|t| t as f32).unwrap_or(self.config.top_p),
-            seed: request
-                .extra
-                .get("seed")
-                .and_then(|s| s.as_u64())
-                .unwrap_or(self.config.seed),
-            ..Sampling::default()
-        };
+        let sampling = self.sampling(request);
         let max_tokens = request
             .output_token_limit()
             .map(|n| n as usize)
             .unwrap_or(self.config.max_tokens);
         let names: Vec<String> = offered.iter().map(|t| t.name.clone()).collect();
-        let forced = matches!(
-            request.tool_choice,
-            Some(ToolChoice::Required) | Some(ToolChoice::Named(_))
-        );
         let after_tool = matches!(request.messages.last(), Some(Message::Tool { .. }));
-        // A gated `auto` calls no tool whose numbers it would have to invent (auto::needs_a_number).
-        // Counted over the user's messages and the tools' results (a number a tool listed may be
-        // what "cancel it" refers to), not the system's or the model's own.
-        let numbers_written = request.messages.iter().any(|m| match m {
-            Message::User { content, .. } => auto::writes_a_number(&content.text()),
-            Message::Tool { content, .. } => auto::writes_a_number(&content.text()),
-            _ => false,
-        });
-        let suppliable = |t: &ToolSpec| numbers_written || !auto::needs_a_number(t);
-        let mut tools = offered.clone();
-        let decision = if offered.is_empty() {
-            Decision::Text
-        } else if forced {
-            // `required` over several tools: the tool is picked as `auto` picks it, which chooses
-            // better than the call grammar's first tokens (BFCL v4 `multiple`: docs/src/embedded.md).
-            let pick = self.config.auto.pick().filter(|p| *p != Pick::Grammar);
-            if let (Some(pick), Some(ToolChoice::Required), true) =
-                (pick, request.tool_choice.as_ref(), offered.len() > 1)
-            {
-                let message = last_user_text(request);
-                let i = auto::pick(&self.engine, &prompt, &message, &offered, pick)?;
-                tools = offered.get(i).map(|t| vec![*t]).unwrap_or(tools);
-            }
-            Decision::Call
-        } else {
-            match self.config.auto {
-                AutoStrategy::Free => Decision::Text,
-                AutoStrategy::CallThenAnswer
-                | AutoStrategy::Route { .. }
-                | AutoStrategy::Relevance { .. }
-                | AutoStrategy::Mutual { .. }
-                    if after_tool =>
-                {
-                    Decision::Text
-                }
-                AutoStrategy::CallThenAnswer => Decision::Call,
-                AutoStrategy::Route { .. }
-                | AutoStrategy::Relevance { .. }
-                | AutoStrategy::Mutual { .. }
-                    if !offered.iter().any(|t| suppliable(t)) =>
-                {
-                    tracing::debug!("embedded auto: every tool needs a number no message writes");
-                    Decision::Text
-                }
-                AutoStrategy::Relevance { bias, pick } | AutoStrategy::Mutual { bias, pick } => {
-                    let message = last_user_text(request);
-                    // The gate's score and the channel scores its pick reuses.
-                    let (score, channel) =
-                        if matches!(self.config.auto, AutoStrategy::Mutual { .. }) {
-                            let seen = auto::mutual(&self.engine, &message, &offered)?;
-                            let score = seen.score() + bias;
-                            tracing::debug!(
-                                score,
-                                pmi = seen.pmi,
-                                describe = seen.describe,
-                                "embedded auto: mutual gate"
-                            );
-                            (score, seen.channel)
-                        } else {
-                            let seen = auto::relevance(&self.engine, &prompt, &message, &offered)?;
-                            let score = seen.score() + bias;
-                            tracing::debug!(
-                                score,
-                                pmi = seen.pmi,
-                                shared = seen.shared,
-                                gap = seen.gap,
-                                "embedded auto: relevance gate"
-                            );
-                            (score, seen.channel)
-                        };
-                    if score >= 0.0 {
-                        let i = auto::pick_with(
-                            &self.engine,
-                            &prompt,
-                            &message,
-                            &offered,
-                            pick,
-                            Some(&channel),
-                        )?;
-                        let (decision, picked) = picked_call(&offered, i, pick, suppliable);
-                        tools = picked;
-                        decision
-                    } else {
-                        Decision::Text
-                    }
-                }
-                AutoStrategy::Route { margin, pick } => {
-                    if auto::gate(&self.engine, &prompt, margin)? {
-                        let message = last_user_text(request);
-                        let i = auto::pick(&self.engine, &prompt, &message, &offered, pick)?;
-                        let (decision, picked) = picked_call(&offered, i, pick, suppliable);
-                        tools = picked;
-                        decision
-                    } else {
-                        Decision::Text
-                    }
-                }
-            }
-        };
+        let (decision, tools) = self.decide(request, &prompt, &offered, after_tool)?;
         // The dialect the output is read in: a forced call may have had to be hermes'.
         let mut read_dialect = dialect;
         let generation = match decision {
             Decision::Call => Generation {
                 prompt,
                 constraint: {
-                    let grounding = (self.config.ground_arguments
-                        && matches!(request.messages.last(), Some(Message::User { .. })))
-                    .then(|| {
-                        let instructions: Vec<String> = request
-                            .messages
-                            .iter()
-                            .filter_map(|m| match m {
-                                Message::System { content, .. } => {
-                                    Some(content.text().into_owned())
-                                }
-                                _ => None,
-                            })
-                            .collect();
-                        let instructions: Vec<&str> =
-                            instructions.iter().map(String::as_str).collect();
-                        Grounding::from_conversation(&last_user_text(request), &instructions)
-                    });
-                    let call = grammar_for(
-                        dialect,
-                        &tools,
-                        &self.engine,
-                        &self.config,
-                        grounding.as_ref(),
-                    );
-                    read_dialect = call.dialect;
-                    Constraint::Call {
-                        grammar: call.grammar,
-                        reserve: call.reserve,
-                    }
+                    let (constraint, call_dialect) = self.call_constraint(request, dialect, &tools);
+                    read_dialect = call_dialect;
+                    constraint
                 },
                 // The grammar ends the call; the close tag is part of it, not a stop.
                 stop: request.stop.clone(),
@@ -362,21 +222,211 @@ impl EmbeddedUpstream {
                 generation,
                 tools: names,
                 forced: decision == Decision::Call,
-                schemas: match decision {
-                    Decision::Call => tools
-                        .iter()
-                        .map(|t| (t.name.clone(), t.parameters.clone().unwrap_or(Value::Null)))
-                        .collect(),
-                    // The parser still types the values of a dialect that writes them bare.
-                    Decision::Text => offered
-                        .iter()
-                        .filter_map(|t| Some((t.name.clone(), t.parameters.clone()?)))
-                        .collect(),
-                },
+                schemas: schemas(decision, &tools, &offered),
                 dialect: read_dialect,
             },
             decision,
         ))
+    }
+
+    /// The request's sampling settings, the configured ones where it gives none.
+    fn sampling(&self, request: &ChatRequest) -> Sampling {
+        Sampling {
+            temperature: request
+                .temperature
+                .map(|t| t as f32)
+                .unwrap_or(self.config.temperature),
+            top_p: request.top_p.map(|t| t as f32).unwrap_or(self.config.top_p),
+            seed: request
+                .extra
+                .get("seed")
+                .and_then(|s| s.as_u64())
+                .unwrap_or(self.config.seed),
+            ..Sampling::default()
+        }
+    }
+
+    /// Whether to call a tool, and the tools the call may use: none offered is text; `required`
+    /// or a named tool is a call; `auto` asks [`AutoStrategy`].
+    fn decide<'t>(
+        &self,
+        request: &ChatRequest,
+        prompt: &str,
+        offered: &[&'t ToolSpec],
+        after_tool: bool,
+    ) -> Result<(Decision, Vec<&'t ToolSpec>), EmbeddedError> {
+        let forced = matches!(
+            request.tool_choice,
+            Some(ToolChoice::Required) | Some(ToolChoice::Named(_))
+        );
+        if offered.is_empty() {
+            return Ok((Decision::Text, offered.to_vec()));
+        }
+        if !forced {
+            return self.decide_auto(request, prompt, offered, after_tool);
+        }
+        let mut tools = offered.to_vec();
+        // `required` over several tools: the tool is picked as `auto` picks it, which chooses
+        // better than the call grammar's first tokens (BFCL v4 `multiple`: docs/src/embedded.md).
+        let pick = self.config.auto.pick().filter(|p| *p != Pick::Grammar);
+        if let (Some(pick), Some(ToolChoice::Required), true) =
+            (pick, request.tool_choice.as_ref(), offered.len() > 1)
+        {
+            let message = last_user_text(request);
+            let i = auto::pick(&self.engine, prompt, &message, offered, pick)?;
+            tools = offered.get(i).map(|t| vec![*t]).unwrap_or(tools);
+        }
+        Ok((Decision::Call, tools))
+    }
+
+    /// `auto`: the configured strategy's decision and the tools a call may use.
+    fn decide_auto<'t>(
+        &self,
+        request: &ChatRequest,
+        prompt: &str,
+        offered: &[&'t ToolSpec],
+        after_tool: bool,
+    ) -> Result<(Decision, Vec<&'t ToolSpec>), EmbeddedError> {
+        // A gated `auto` calls no tool whose numbers it would have to invent (auto::needs_a_number).
+        // Counted over the user's messages and the tools' results (a number a tool listed may be
+        // what "cancel it" refers to), not the system's or the model's own.
+        let numbers_written = request.messages.iter().any(|m| match m {
+            Message::User { content, .. } => auto::writes_a_number(&content.text()),
+            Message::Tool { content, .. } => auto::writes_a_number(&content.text()),
+            _ => false,
+        });
+        let suppliable = |t: &ToolSpec| numbers_written || !auto::needs_a_number(t);
+        let text = || Ok((Decision::Text, offered.to_vec()));
+        match self.config.auto {
+            AutoStrategy::Free => text(),
+            AutoStrategy::CallThenAnswer
+            | AutoStrategy::Route { .. }
+            | AutoStrategy::Relevance { .. }
+            | AutoStrategy::Mutual { .. }
+                if after_tool =>
+            {
+                text()
+            }
+            AutoStrategy::CallThenAnswer => Ok((Decision::Call, offered.to_vec())),
+            AutoStrategy::Route { .. }
+            | AutoStrategy::Relevance { .. }
+            | AutoStrategy::Mutual { .. }
+                if !offered.iter().any(|t| suppliable(t)) =>
+            {
+                tracing::debug!("embedded auto: every tool needs a number no message writes");
+                text()
+            }
+            AutoStrategy::Relevance { bias, pick } | AutoStrategy::Mutual { bias, pick } => {
+                let message = last_user_text(request);
+                let (score, channel) = self.gate_score(prompt, &message, offered, bias)?;
+                if score >= 0.0 {
+                    let i = auto::pick_with(
+                        &self.engine,
+                        prompt,
+                        &message,
+                        offered,
+                        pick,
+                        Some(&channel),
+                    )?;
+                    Ok(picked_call(offered, i, pick, suppliable))
+                } else {
+                    text()
+                }
+            }
+            AutoStrategy::Route { margin, pick } => {
+                if auto::gate(&self.engine, prompt, margin)? {
+                    let message = last_user_text(request);
+                    let i = auto::pick(&self.engine, prompt, &message, offered, pick)?;
+                    Ok(picked_call(offered, i, pick, suppliable))
+                } else {
+                    text()
+                }
+            }
+        }
+    }
+
+    /// The score of `auto`'s mutual or relevance gate (a call when it is at least 0) and the
+    /// channel scores its pick reuses.
+    fn gate_score(
+        &self,
+        prompt: &str,
+        message: &str,
+        offered: &[&ToolSpec],
+        bias: f32,
+    ) -> Result<(f32, Vec<f32>), EmbeddedError> {
+        if matches!(self.config.auto, AutoStrategy::Mutual { .. }) {
+            let seen = auto::mutual(&self.engine, message, offered)?;
+            let score = seen.score() + bias;
+            tracing::debug!(
+                score,
+                pmi = seen.pmi,
+                describe = seen.describe,
+                "embedded auto: mutual gate"
+            );
+            Ok((score, seen.channel))
+        } else {
+            let seen = auto::relevance(&self.engine, prompt, message, offered)?;
+            let score = seen.score() + bias;
+            tracing::debug!(
+                score,
+                pmi = seen.pmi,
+                shared = seen.shared,
+                gap = seen.gap,
+                "embedded auto: relevance gate"
+            );
+            Ok((score, seen.channel))
+        }
+    }
+
+    /// The grammar of a call to one of `tools` (grounded in the conversation when configured and
+    /// the user spoke last), and the dialect the call is read in.
+    fn call_constraint(
+        &self,
+        request: &ChatRequest,
+        dialect: Dialect,
+        tools: &[&ToolSpec],
+    ) -> (Constraint, Dialect) {
+        let grounding = (self.config.ground_arguments
+            && matches!(request.messages.last(), Some(Message::User { .. })))
+        .then(|| {
+            let instructions: Vec<String> = request
+                .messages
+                .iter()
+                .filter_map(|m| match m {
+                    Message::System { content, .. } => Some(content.text().into_owned()),
+                    _ => None,
+                })
+                .collect();
+            let instructions: Vec<&str> = instructions.iter().map(String::as_str).collect();
+            Grounding::from_conversation(&last_user_text(request), &instructions)
+        });
+        let call = grammar_for(
+            dialect,
+            tools,
+            &self.engine,
+            &self.config,
+            grounding.as_ref(),
+        );
+        let constraint = Constraint::Call {
+            grammar: call.grammar,
+            reserve: call.reserve,
+        };
+        (constraint, call.dialect)
+    }
+}
+
+/// The schemas the parser types values with: the called tools', or, for text, every offered
+/// tool's (the parser still types the values of a dialect that writes them bare).
+fn schemas(decision: Decision, tools: &[&ToolSpec], offered: &[&ToolSpec]) -> Vec<(String, Value)> {
+    match decision {
+        Decision::Call => tools
+            .iter()
+            .map(|t| (t.name.clone(), t.parameters.clone().unwrap_or(Value::Null)))
+            .collect(),
+        Decision::Text => offered
+            .iter()
+            .filter_map(|t| Some((t.name.clone(), t.parameters.clone()?)))
+            .collect(),
     }
 }
 

@@ -92,6 +92,13 @@ enum Settled {
     Values(Vec<Value>),
 }
 
+/// What the message says of one property by itself.
+enum Found {
+    Settled(Settled),
+    /// An optional number and the place of the word that names it.
+    Number(usize, Number),
+}
+
 impl Mentions {
     pub(super) fn from_message(message: &str) -> Mentions {
         let bytes = message.as_bytes();
@@ -160,9 +167,9 @@ impl Mentions {
         properties: &mut Map<String, Value>,
         required: &[String],
     ) -> Vec<String> {
+        let (mut others, done) = self.settle_together(properties, required);
         // The naming word of each number the message gives, to find two parameters sharing one.
         let mut numbers: Vec<(String, usize, Number)> = Vec::new();
-        let mut others: Vec<(String, Settled)> = Vec::new();
         let year_keys: Vec<&str> = properties
             .iter()
             .filter(|(key, schema)| {
@@ -170,6 +177,31 @@ impl Mentions {
             })
             .map(|(key, _)| key.as_str())
             .collect();
+        for (key, schema) in properties.iter() {
+            let Value::Object(map) = schema else {
+                continue;
+            };
+            if done.contains(key) || map.contains_key("const") {
+                continue;
+            }
+            match self.settle_one(key, map, required, &year_keys) {
+                Some(Found::Settled(settled)) => others.push((key.clone(), settled)),
+                Some(Found::Number(at, n)) => numbers.push((key.clone(), at, n)),
+                None => {}
+            }
+        }
+        others.extend(self.unshared_numbers(properties, numbers));
+        pin(properties, others)
+    }
+
+    /// What settles several properties at once: a range (start and end), a list of numbered
+    /// parameters, the currencies. The settled properties, and the keys no other rule settles.
+    fn settle_together(
+        &self,
+        properties: &Map<String, Value>,
+        required: &[String],
+    ) -> (Vec<(String, Settled)>, Vec<String>) {
+        let mut others: Vec<(String, Settled)> = Vec::new();
         // A range the message writes ("from 2010 to 2015") settles the object's one start and
         // one end number, required or not.
         let range = self.range_pair(properties);
@@ -195,111 +227,132 @@ impl Mentions {
             others.push((key.clone(), value));
             done.push(key);
         }
-        for (key, schema) in properties.iter() {
-            let Value::Object(map) = schema else {
-                continue;
-            };
-            if done.contains(key) || map.contains_key("const") {
-                continue;
+        (others, done)
+    }
+
+    /// What the message says of one property by itself: a list of options, enum values, a
+    /// boolean, quoted values of a plain string, or an optional number and where it is named.
+    fn settle_one(
+        &self,
+        key: &str,
+        map: &Map<String, Value>,
+        required: &[String],
+        year_keys: &[&str],
+    ) -> Option<Found> {
+        if let Some(values) = item_options(map) {
+            // A list of options: those the message writes, in the message's order.
+            let mut written: Vec<(usize, &Value)> = values
+                .iter()
+                .filter_map(|v| Some((self.written_at(v.as_str()?)?, v)))
+                .collect();
+            written.sort_by_key(|&(at, _)| at);
+            let least = map.get("minItems").and_then(Value::as_u64).unwrap_or(1);
+            if written.len() as u64 >= least.max(1) {
+                let list = written.into_iter().map(|(_, v)| v.clone()).collect();
+                return Some(Found::Settled(Settled::Named(Value::Array(list))));
             }
-            if let Some(values) = item_options(map) {
-                // A list of options: those the message writes, in the message's order.
-                let mut written: Vec<(usize, &Value)> = values
-                    .iter()
-                    .filter_map(|v| Some((self.written_at(v.as_str()?)?, v)))
+            return None;
+        }
+        if let Some(Value::Array(values)) = map.get("enum") {
+            return self.enum_values(values).map(Found::Settled);
+        }
+        match map.get("type").and_then(Value::as_str) {
+            Some("boolean") => {
+                let at = *self.naming(key).first()?;
+                Some(Found::Settled(Settled::Named(Value::Bool(
+                    !self.negated(at),
+                ))))
+            }
+            Some("string") if plain(map) => {
+                let written: Vec<Value> = quoted_options(map.get("description"))
+                    .into_iter()
+                    .filter(|o| self.writes_token(o))
+                    .map(|o| Value::String(o.to_owned()))
                     .collect();
-                written.sort_by_key(|&(at, _)| at);
-                let least = map.get("minItems").and_then(Value::as_u64).unwrap_or(1);
-                if written.len() as u64 >= least.max(1) {
-                    let list = written.into_iter().map(|(_, v)| v.clone()).collect();
-                    others.push((key.clone(), Settled::Named(Value::Array(list))));
-                }
-                continue;
+                (!written.is_empty()).then_some(Found::Settled(Settled::Values(written)))
             }
-            if let Some(Value::Array(values)) = map.get("enum") {
-                let mut named: Vec<Value> = values
-                    .iter()
-                    .filter(|v| v.as_str().is_some_and(|s| self.writes(s)))
-                    .cloned()
-                    .collect();
-                if named.is_empty() {
-                    // Else the one one-word value a message word shares its stem with ("in
-                    // detail" for `detailed`, "annual" for `Annually`).
-                    let stems: Vec<&Value> = values
-                        .iter()
-                        .filter(|v| v.as_str().is_some_and(|s| self.writes_stem(s)))
-                        .collect();
-                    if let [one] = stems.as_slice() {
-                        named.push((*one).clone());
-                    }
-                }
-                if !named.is_empty() {
-                    others.push((key.clone(), Settled::Values(named)));
-                }
-                continue;
+            Some("number" | "integer") if !required.iter().any(|r| r == key) => {
+                let (at, n) = self.optional_number(key, map, year_keys)?;
+                Some(Found::Number(at, n))
             }
-            match map.get("type").and_then(Value::as_str) {
-                Some("boolean") => {
-                    if let Some(at) = self.naming(key).first() {
-                        others.push((key.clone(), Settled::Named(Value::Bool(!self.negated(*at)))));
-                    }
-                }
-                Some("string") if plain(map) => {
-                    let written: Vec<Value> = quoted_options(map.get("description"))
-                        .into_iter()
-                        .filter(|o| self.writes_token(o))
-                        .map(|o| Value::String(o.to_owned()))
-                        .collect();
-                    if !written.is_empty() {
-                        others.push((key.clone(), Settled::Values(written)));
-                    }
-                }
-                Some("number" | "integer") if !required.contains(key) => {
-                    let fits = |n: &Number| takes(map, n);
-                    let value = |n: Number| number_for(&n, &self.percents, key, map);
-                    let near = self.naming(key).into_iter().find_map(|at| {
-                        self.number_near(at)
-                            .map(value)
-                            .filter(|n| fits(n))
-                            .map(|n| (at, n))
-                    });
-                    // Else a number written right before the unit the description gives
-                    // ("(in miles)": "within 10 miles").
-                    let by_unit = || {
-                        self.unit_places(map).into_iter().find_map(|at| {
-                            self.number_right_before(at)
-                                .map(value)
-                                .filter(|n| fits(n))
-                                .map(|n| (at, n))
-                        })
-                    };
-                    // Else a number a few words before what it counts ("ten major events"
-                    // for "Number of events", "three personality traits" for `trait_count`).
-                    let by_count = || {
-                        let mut places = self.naming(key);
-                        places.extend(self.counted_places(map));
-                        places.into_iter().find_map(|at| {
-                            self.number_shortly_before(at)
-                                .map(value)
-                                .filter(|n| fits(n))
-                                .map(|n| (at, n))
-                        })
-                    };
-                    // Else, for the one year of an object, the one year the message writes.
-                    let by_year = || {
-                        (year_keys == [key.as_str()])
-                            .then(|| self.the_year())
-                            .flatten()
-                            .filter(|(_, n)| fits(n))
-                    };
-                    if let Some((at, n)) = near.or_else(by_unit).or_else(by_count).or_else(by_year)
-                    {
-                        numbers.push((key.clone(), at, n));
-                    }
-                }
-                _ => {}
+            _ => None,
+        }
+    }
+
+    /// The values of a string enum the message writes; else the one one-word value a message
+    /// word shares its stem with ("in detail" for `detailed`, "annual" for `Annually`).
+    fn enum_values(&self, values: &[Value]) -> Option<Settled> {
+        let mut named: Vec<Value> = values
+            .iter()
+            .filter(|v| v.as_str().is_some_and(|s| self.writes(s)))
+            .cloned()
+            .collect();
+        if named.is_empty() {
+            let stems: Vec<&Value> = values
+                .iter()
+                .filter(|v| v.as_str().is_some_and(|s| self.writes_stem(s)))
+                .collect();
+            if let [one] = stems.as_slice() {
+                named.push((*one).clone());
             }
         }
+        (!named.is_empty()).then_some(Settled::Values(named))
+    }
+
+    /// An optional number's value and where it is named: the number at a naming word, else
+    /// before the unit, else before what it counts, else the object's one year.
+    fn optional_number(
+        &self,
+        key: &str,
+        map: &Map<String, Value>,
+        year_keys: &[&str],
+    ) -> Option<(usize, Number)> {
+        let fits = |n: &Number| takes(map, n);
+        let value = |n: Number| number_for(&n, &self.percents, key, map);
+        let near = self.naming(key).into_iter().find_map(|at| {
+            self.number_near(at)
+                .map(value)
+                .filter(|n| fits(n))
+                .map(|n| (at, n))
+        });
+        // Else a number written right before the unit the description gives
+        // ("(in miles)": "within 10 miles").
+        let by_unit = || {
+            self.unit_places(map).into_iter().find_map(|at| {
+                self.number_right_before(at)
+                    .map(value)
+                    .filter(|n| fits(n))
+                    .map(|n| (at, n))
+            })
+        };
+        // Else a number a few words before what it counts ("ten major events"
+        // for "Number of events", "three personality traits" for `trait_count`).
+        let by_count = || {
+            let mut places = self.naming(key);
+            places.extend(self.counted_places(map));
+            places.into_iter().find_map(|at| {
+                self.number_shortly_before(at)
+                    .map(value)
+                    .filter(|n| fits(n))
+                    .map(|n| (at, n))
+            })
+        };
+        // Else, for the one year of an object, the one year the message writes.
+        let by_year = || {
+            (year_keys == [key])
+                .then(|| self.the_year())
+                .flatten()
+                .filter(|(_, n)| fits(n))
+        };
+        near.or_else(by_unit).or_else(by_count).or_else(by_year)
+    }
+
+    /// The numbers found whose naming word names no other number parameter.
+    fn unshared_numbers(
+        &self,
+        properties: &Map<String, Value>,
+        numbers: Vec<(String, usize, Number)>,
+    ) -> Vec<(String, Settled)> {
         // Every number parameter's naming words, required ones included: a word that names two
         // ("4 light years" names both `distance_in_light_years` and `speed_of_light`) says
         // which number is whose no more than it does for two optional ones.
@@ -315,37 +368,15 @@ impl Mentions {
                 (key, places)
             })
             .collect();
-        for (key, at, n) in &numbers {
-            let naming = named_numbers
-                .iter()
-                .filter(|(other, places)| *other != key && places.contains(at))
-                .count();
-            if naming == 0 {
-                others.push((key.clone(), Settled::Named(Value::Number(n.clone()))));
-            }
-        }
-        let mut keys = Vec::new();
-        for (key, settled) in others {
-            if let Some(Value::Object(map)) = properties.get_mut(&key) {
-                match settled {
-                    Settled::Named(value) => {
-                        if value.is_array() {
-                            // The list is whole: the items' own options and bounds no longer
-                            // apply to generation (the call is validated afterwards).
-                            for k in ["items", "minItems", "maxItems"] {
-                                map.remove(k);
-                            }
-                        }
-                        map.insert("enum".into(), Value::Array(vec![value]));
-                    }
-                    Settled::Values(values) => {
-                        map.insert("enum".into(), Value::Array(values));
-                    }
-                }
-                keys.push(key);
-            }
-        }
-        keys
+        numbers
+            .into_iter()
+            .filter(|(key, at, _)| {
+                !named_numbers
+                    .iter()
+                    .any(|(other, places)| *other != key && places.contains(at))
+            })
+            .map(|(key, _, n)| (key, Settled::Named(Value::Number(n))))
+            .collect()
     }
 
     /// The lists of numbers the message writes: runs of two or more numbers with no word
@@ -584,6 +615,32 @@ pub(super) fn name_words(key: &str) -> Vec<String> {
 pub(super) fn same_stem(name: &str, word: &str) -> bool {
     let n = name.chars().count().min(STEM);
     word.chars().count() >= n && name.chars().take(n).eq(word.chars().take(n))
+}
+
+/// Pins each settled property to its value or values (an `enum`); returns the keys pinned.
+fn pin(properties: &mut Map<String, Value>, settled: Vec<(String, Settled)>) -> Vec<String> {
+    let mut keys = Vec::new();
+    for (key, settled) in settled {
+        if let Some(Value::Object(map)) = properties.get_mut(&key) {
+            match settled {
+                Settled::Named(value) => {
+                    if value.is_array() {
+                        // The list is whole: the items' own options and bounds no longer
+                        // apply to generation (the call is validated afterwards).
+                        for k in ["items", "minItems", "maxItems"] {
+                            map.remove(k);
+                        }
+                    }
+                    map.insert("enum".into(), Value::Array(vec![value]));
+                }
+                Settled::Values(values) => {
+                    map.insert("enum".into(), Value::Array(values));
+                }
+            }
+            keys.push(key);
+        }
+    }
+    keys
 }
 
 #[cfg(test)]

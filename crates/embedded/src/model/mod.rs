@@ -35,6 +35,7 @@ mod cache;
 mod forward;
 mod hparams;
 mod kernel;
+mod load;
 mod matrix;
 mod ops;
 mod team;
@@ -46,15 +47,9 @@ mod reference;
 #[cfg(test)]
 mod tests;
 
-use std::io::{Read, Seek};
-
-use candle_core::quantized::gguf_file::Content;
-use candle_core::quantized::{GgmlDType, QTensor};
-use candle_core::Device;
-
 pub use cache::KvCache;
 pub use hparams::{Activation, Hparams, Rotation, SUPPORTED_ARCHITECTURES};
-use matrix::{dequantize_all, Matrix};
+use matrix::Matrix;
 
 use crate::error::EmbeddedError;
 
@@ -108,219 +103,6 @@ fn default_threads() -> usize {
 }
 
 impl Weights {
-    /// Loads the weights (see the module documentation for the conversions).
-    pub fn load<R: Read + Seek>(ct: &Content, reader: &mut R) -> Result<Weights, EmbeddedError> {
-        Weights::load_as(ct, reader, GgmlDType::Q8_0)
-    }
-
-    /// Loads the weights; `target` Q4_0 converts 5-bit weights to 4-bit blocks (smaller and
-    /// faster, a second rounding), any other keeps them 8-bit.
-    pub fn load_as<R: Read + Seek>(
-        ct: &Content,
-        reader: &mut R,
-        target: GgmlDType,
-    ) -> Result<Weights, EmbeddedError> {
-        let hp = Hparams::from_gguf(ct)?;
-        if hp.n_head == 0 || hp.n_kv_head == 0 || !hp.n_head.is_multiple_of(hp.n_kv_head) {
-            return Err(EmbeddedError::Format(format!(
-                "bad head counts {} / {}",
-                hp.n_head, hp.n_kv_head
-            )));
-        }
-        // Heads may not tile the stream only where the file states their size (Qwen3, the
-        // Gemmas): the output matrix maps them back.
-        let stated = ct
-            .metadata
-            .contains_key(&format!("{}.attention.key_length", hp.architecture));
-        let tiled = stated || hp.head_dim * hp.n_head == hp.n_embd;
-        if hp.head_dim == 0 || !hp.head_dim.is_multiple_of(2) || !tiled {
-            return Err(EmbeddedError::Format(format!(
-                "bad head size {} for {} heads of {}",
-                hp.head_dim, hp.n_head, hp.n_embd
-            )));
-        }
-        let dev = Device::Cpu;
-        let mut requantized = 0usize;
-        let mut tensor = |name: &str| -> Result<QTensor, EmbeddedError> {
-            if !ct.tensor_infos.contains_key(name) {
-                return Err(EmbeddedError::Format(format!("the GGUF has no `{name}`")));
-            }
-            Ok(ct.tensor(reader, name, &dev)?)
-        };
-        // `parts` rows each of a (possibly fused) tensor, in order: a product's matrices.
-        let mut split = |t: &QTensor,
-                         name: &str,
-                         parts: &[usize],
-                         cols: usize|
-         -> Result<Vec<Matrix>, EmbeddedError> {
-            let (rows, c) = t.shape().dims2()?;
-            if rows != parts.iter().sum::<usize>() || c != cols {
-                return Err(EmbeddedError::Format(format!(
-                    "`{name}` is {rows}×{c}, expected {}×{cols}",
-                    parts.iter().sum::<usize>()
-                )));
-            }
-            let mut start = 0;
-            let mut out = Vec::with_capacity(parts.len());
-            for &n in parts {
-                let (m, converted) = Matrix::from_rows(t, start..start + n, target)?;
-                requantized += usize::from(converted);
-                out.push(m);
-                start += n;
-            }
-            Ok(out)
-        };
-        let e = hp.n_embd;
-        let (qd, kvd) = (hp.n_head * hp.head_dim, hp.n_kv_head * hp.head_dim);
-        let vocab_size = ct
-            .tensor_infos
-            .get("token_embd.weight")
-            .and_then(|i| i.shape.dims2().ok())
-            .map(|(rows, _)| rows)
-            .ok_or_else(|| EmbeddedError::Format("the GGUF has no `token_embd.weight`".into()))?;
-        let one = |mut v: Vec<Matrix>| v.pop().ok_or_else(|| EmbeddedError::Format("empty".into()));
-        let t = tensor("token_embd.weight")?;
-        let embeddings = one(split(&t, "token_embd.weight", &[vocab_size], e)?)?;
-        let output = match ct.tensor_infos.contains_key("output.weight") {
-            true => {
-                let t = tensor("output.weight")?;
-                Some(one(split(&t, "output.weight", &[vocab_size], e)?)?)
-            }
-            false => None,
-        };
-        // Phi-3 fuses q|k|v into `attn_qkv` and gate|up into `ffn_up` (gate first); another
-        // architecture without its gate is a malformed file, not a fused one.
-        let fused_ffn =
-            hp.architecture == "phi3" && !ct.tensor_infos.contains_key("blk.0.ffn_gate.weight");
-        let n_ff = ct
-            .tensor_infos
-            .get("blk.0.ffn_up.weight")
-            .and_then(|i| i.shape.dims2().ok())
-            .map_or(0, |(rows, _)| if fused_ffn { rows / 2 } else { rows });
-        let phi3_factors = match hp.rope_long_factors {
-            true => "rope_factors_long.weight",
-            false => "rope_factors_short.weight",
-        };
-        let mut layers = Vec::with_capacity(hp.n_layer);
-        for i in 0..hp.n_layer {
-            let p = format!("blk.{i}");
-            let fused_qkv = format!("{p}.attn_qkv.weight");
-            let (wq, wk, wv) = match ct.tensor_infos.contains_key(&fused_qkv) {
-                true => {
-                    let t = tensor(&fused_qkv)?;
-                    let mut m = split(&t, &fused_qkv, &[qd, kvd, kvd], e)?.into_iter();
-                    match (m.next(), m.next(), m.next()) {
-                        (Some(q), Some(k), Some(v)) => (q, k, v),
-                        _ => return Err(EmbeddedError::Format(format!("`{fused_qkv}` split"))),
-                    }
-                }
-                false => {
-                    let mut get = |n: &str, rows: usize| {
-                        let name = format!("{p}.{n}.weight");
-                        one(split(&tensor(&name)?, &name, &[rows], e)?)
-                    };
-                    (get("attn_q", qd)?, get("attn_k", kvd)?, get("attn_v", kvd)?)
-                }
-            };
-            let name = format!("{p}.attn_output.weight");
-            let wo = one(split(&tensor(&name)?, &name, &[e], qd)?)?;
-            let up_name = format!("{p}.ffn_up.weight");
-            let up = tensor(&up_name)?;
-            let (w_gate, w_up) = match fused_ffn {
-                true => {
-                    let mut m = split(&up, &up_name, &[n_ff, n_ff], e)?.into_iter();
-                    match (m.next(), m.next()) {
-                        (Some(g), Some(u)) => (g, u),
-                        _ => return Err(EmbeddedError::Format(format!("`{up_name}` split"))),
-                    }
-                }
-                false => {
-                    let name = format!("{p}.ffn_gate.weight");
-                    let gate = one(split(&tensor(&name)?, &name, &[n_ff], e)?)?;
-                    (gate, one(split(&up, &up_name, &[n_ff], e)?)?)
-                }
-            };
-            let name = format!("{p}.ffn_down.weight");
-            let w_down = one(split(&tensor(&name)?, &name, &[e], n_ff)?)?;
-            let local = hp.is_local(i);
-            layers.push(Layer {
-                wq,
-                wk,
-                wv,
-                wo,
-                w_gate,
-                w_down,
-                w_up,
-                qkv_bias: Vec::new(),
-                q_norm: Vec::new(),
-                k_norm: Vec::new(),
-                attn_norm: Vec::new(),
-                post_attn_norm: Vec::new(),
-                post_ffn_norm: Vec::new(),
-                ffn_norm: Vec::new(),
-                rope: usize::from(local && hp.local_rope_differs()),
-                local,
-            });
-        }
-        let mut vector_of = |name: &str, e: usize| -> Result<Vec<f32>, EmbeddedError> {
-            if !ct.tensor_infos.contains_key(name) {
-                return Err(EmbeddedError::Format(format!("the GGUF has no `{name}`")));
-            }
-            let v = dequantize_all(&ct.tensor(reader, name, &dev)?)?;
-            match v.len() == e {
-                true => Ok(v),
-                false => Err(EmbeddedError::Format(format!(
-                    "`{name}` has {} values, expected {e}",
-                    v.len()
-                ))),
-            }
-        };
-        for (i, layer) in layers.iter_mut().enumerate() {
-            layer.attn_norm = vector_of(&format!("blk.{i}.attn_norm.weight"), e)?;
-            layer.ffn_norm = vector_of(&format!("blk.{i}.ffn_norm.weight"), e)?;
-            if hp.qkv_bias {
-                let mut bias = vector_of(&format!("blk.{i}.attn_q.bias"), qd)?;
-                bias.extend(vector_of(&format!("blk.{i}.attn_k.bias"), kvd)?);
-                bias.extend(vector_of(&format!("blk.{i}.attn_v.bias"), kvd)?);
-                layer.qkv_bias = bias;
-            }
-            if hp.qk_norm {
-                layer.q_norm = vector_of(&format!("blk.{i}.attn_q_norm.weight"), hp.head_dim)?;
-                layer.k_norm = vector_of(&format!("blk.{i}.attn_k_norm.weight"), hp.head_dim)?;
-            }
-            if hp.post_norms {
-                layer.post_attn_norm =
-                    vector_of(&format!("blk.{i}.post_attention_norm.weight"), e)?;
-                layer.post_ffn_norm = vector_of(&format!("blk.{i}.post_ffw_norm.weight"), e)?;
-            }
-        }
-        let out_norm = vector_of("output_norm.weight", e)?;
-        // Per-frequency rotary factors: Phi-3's long or short ones, or Llama 3.1's `rope_freqs`
-        // (its frequency scaling, worked out by the converter), as llama.cpp divides by them.
-        let factors = match [phi3_factors, ROPE_FREQS]
-            .into_iter()
-            .find(|name| ct.tensor_infos.contains_key(*name))
-        {
-            Some(name) => Some(vector_of(name, hp.rope_dim / 2)?),
-            None => None,
-        };
-        let mut thetas = vec![hp.theta(false, factors.as_deref())];
-        if hp.local_rope_differs() {
-            thetas.push(hp.theta(true, factors.as_deref()));
-        }
-        Ok(Weights {
-            hparams: hp,
-            embeddings,
-            layers,
-            out_norm,
-            output,
-            thetas,
-            vocab_size,
-            requantized,
-            threads: default_threads(),
-        })
-    }
-
     /// Sets how many threads a forward pass uses (at least 1).
     pub fn set_threads(&mut self, n: usize) {
         self.threads = n.max(1);

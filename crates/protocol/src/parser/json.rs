@@ -8,6 +8,8 @@
 //! We write this instead of using a crate because the streaming JSON crates either build values
 //! (allocation per token) or do not report where a value ends across chunk boundaries.
 
+use std::ops::ControlFlow;
+
 use super::problem::JsonSyntax;
 
 /// The result of feeding bytes.
@@ -70,6 +72,22 @@ enum Num {
 }
 
 impl Num {
+    /// The state after byte `b` of the number, if `b` continues it.
+    #[inline(always)]
+    fn after(self, b: u8) -> Option<Num> {
+        match (self, b) {
+            (Num::Minus, b'0') => Some(Num::Zero),
+            (Num::Minus, b'1'..=b'9') => Some(Num::Int),
+            (Num::Int, b'0'..=b'9') => Some(Num::Int),
+            (Num::Zero | Num::Int, b'.') => Some(Num::Dot),
+            (Num::Dot | Num::Frac, b'0'..=b'9') => Some(Num::Frac),
+            (Num::Zero | Num::Int | Num::Frac, b'e' | b'E') => Some(Num::Exp),
+            (Num::Exp, b'+' | b'-') => Some(Num::ExpSign),
+            (Num::Exp | Num::ExpSign | Num::ExpInt, b'0'..=b'9') => Some(Num::ExpInt),
+            _ => None,
+        }
+    }
+
     fn can_end(self) -> bool {
         matches!(self, Num::Zero | Num::Int | Num::Frac | Num::ExpInt)
     }
@@ -179,41 +197,13 @@ impl Scanner {
         while i < n {
             let b = input[i];
             match self.state {
-                State::Str { key } => {
-                    // Fast path: skip plain string content.
-                    let mut j = i;
-                    while j < n && !STRING_SPECIAL[input[j] as usize] {
-                        j += 1;
+                State::Str { key } => match self.string_run(input, i, key) {
+                    ControlFlow::Continue(next) => {
+                        i = next;
+                        continue;
                     }
-                    if j == n {
-                        return Feed::NeedMore;
-                    }
-                    match input[j] {
-                        b'"' => {
-                            if key {
-                                if self.at_top_object() {
-                                    self.current.key.1 = self.base + j;
-                                }
-                                self.state = State::Colon;
-                            } else {
-                                self.state = self.after_value();
-                                if self.state == State::Done {
-                                    return Feed::Done(j + 1);
-                                }
-                                self.end_member(self.base + j + 1);
-                            }
-                        }
-                        b'\\' => {
-                            if key && self.at_top_object() {
-                                self.current.escaped = true;
-                            }
-                            self.state = State::Escape { key }
-                        }
-                        _ => return Feed::Error(j, JsonSyntax::ControlCharacter),
-                    }
-                    i = j + 1;
-                    continue;
-                }
+                    ControlFlow::Break(feed) => return feed,
+                },
                 State::Escape { key } => {
                     self.state = match b {
                         b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
@@ -303,18 +293,7 @@ impl Scanner {
                     }
                 }
                 State::Number(num) => {
-                    let next = match (num, b) {
-                        (Num::Minus, b'0') => Some(Num::Zero),
-                        (Num::Minus, b'1'..=b'9') => Some(Num::Int),
-                        (Num::Int, b'0'..=b'9') => Some(Num::Int),
-                        (Num::Zero | Num::Int, b'.') => Some(Num::Dot),
-                        (Num::Dot | Num::Frac, b'0'..=b'9') => Some(Num::Frac),
-                        (Num::Zero | Num::Int | Num::Frac, b'e' | b'E') => Some(Num::Exp),
-                        (Num::Exp, b'+' | b'-') => Some(Num::ExpSign),
-                        (Num::Exp | Num::ExpSign | Num::ExpInt, b'0'..=b'9') => Some(Num::ExpInt),
-                        _ => None,
-                    };
-                    match next {
+                    match num.after(b) {
                         Some(next) => self.state = State::Number(next),
                         None if num.can_end() => {
                             // The number ended before this byte; look at it again.
@@ -342,6 +321,44 @@ impl Scanner {
             i += 1;
         }
         Feed::NeedMore
+    }
+
+    /// String content from `i` up to its next quote or backslash, skipped as a run (the fast
+    /// path): where to go on, or the scanner's answer when the input ends or the value does.
+    #[inline(always)]
+    fn string_run(&mut self, input: &[u8], i: usize, key: bool) -> ControlFlow<Feed, usize> {
+        let n = input.len();
+        let mut j = i;
+        while j < n && !STRING_SPECIAL[input[j] as usize] {
+            j += 1;
+        }
+        if j == n {
+            return ControlFlow::Break(Feed::NeedMore);
+        }
+        match input[j] {
+            b'"' => {
+                if key {
+                    if self.at_top_object() {
+                        self.current.key.1 = self.base + j;
+                    }
+                    self.state = State::Colon;
+                } else {
+                    self.state = self.after_value();
+                    if self.state == State::Done {
+                        return ControlFlow::Break(Feed::Done(j + 1));
+                    }
+                    self.end_member(self.base + j + 1);
+                }
+            }
+            b'\\' => {
+                if key && self.at_top_object() {
+                    self.current.escaped = true;
+                }
+                self.state = State::Escape { key }
+            }
+            _ => return ControlFlow::Break(Feed::Error(j, JsonSyntax::ControlCharacter)),
+        }
+        ControlFlow::Continue(j + 1)
     }
 
     /// The state after a scalar value or a closed container.

@@ -161,202 +161,25 @@ impl Tool for ImageGenerate {
                 return Err(ToolError::new(texts::IMAGES_NOT_CONFIGURED));
             };
             let text = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or_default();
-            let (prompt, action, base) = (text("prompt"), text("action"), text("base_image"));
-            let n = args
-                .get("n")
-                .and_then(Value::as_u64)
-                .unwrap_or(1)
-                .clamp(1, 4);
-            let requested = size::parse(args.get("size").and_then(Value::as_str));
-            let backend = size::Backend::for_model(&endpoint.model, Some(&endpoint.sizes));
+            let (action, base) = (text("action"), text("base_image"));
+            let job = Job::new(&endpoint, &client, &args);
             let (outputs, shown) = workspace_dir(&ctx, "outputs")?;
             let (uploads, _) = workspace_dir(&ctx, "uploads")?;
             let (request, chosen) = match (action, base) {
-                ("generate", "none") => {
-                    let chosen = size::format(size::choose(&backend, &requested, None));
-                    let mut body =
-                        json!({"model": endpoint.model, "prompt": prompt, "n": n, "size": chosen});
-                    if let Some(f) = &endpoint.response_format {
-                        body["response_format"] = json!(f);
-                    }
-                    tracing::info!(model = %endpoint.model, size = %chosen, n, "image_generate: generating");
-                    let request = client
-                        .post(format!("{}/images/generations", endpoint.base_url))
-                        .json(&body);
-                    (request, chosen)
-                }
+                ("generate", "none") => job.generation(),
                 ("edit", "previous_generation" | "current_attachment") => {
                     let mut turn = turn_images(&uploads, &ctx.attachments);
                     let base_image = if base == "previous_generation" {
                         previous_generation(&outputs, &uploads)?
                     } else {
-                        let index = args
-                            .get("base_image_index")
-                            .and_then(Value::as_u64)
-                            .unwrap_or(1);
-                        if turn.is_empty() {
-                            return Err(ToolError::new(texts::IMAGES_NO_TURN_IMAGES));
-                        }
-                        let count = turn.len();
-                        let at = usize::try_from(index)
-                            .ok()
-                            .and_then(|i| i.checked_sub(1))
-                            .filter(|&i| i < count)
-                            .ok_or_else(|| {
-                                ToolError::new(texts::images_no_turn_attachment(index, count))
-                            })?;
-                        turn.remove(at)?
+                        nth_attachment(&mut turn, &args)?
                     };
-                    let dims = header::dimensions(&base_image.bytes);
-                    if dims.is_none() {
-                        tracing::warn!(path = %base_image.shown, "image_generate: the base image's size is not readable; its ratio is not kept");
-                    }
-                    let chosen = size::format(size::choose(&backend, &requested, dims));
-                    let mut images = vec![base_image];
-                    if takes_references(&endpoint.model) {
-                        for reference in turn {
-                            match reference {
-                                Ok(r) if images.len() < MAX_EDIT_IMAGES => images.push(r),
-                                Ok(r) => {
-                                    tracing::warn!(path = %r.shown, "image_generate: reference left out (at most {MAX_EDIT_IMAGES} images per edit)")
-                                }
-                                Err(e) => {
-                                    tracing::warn!(error = %e, "image_generate: reference left out")
-                                }
-                            }
-                        }
-                    }
-                    tracing::info!(
-                        model = %endpoint.model,
-                        size = %chosen,
-                        n,
-                        base = %images[0].shown,
-                        references = images.len() - 1,
-                        "image_generate: editing"
-                    );
-                    let field = if images.len() == 1 {
-                        "image"
-                    } else {
-                        "image[]"
-                    };
-                    let mut form = reqwest::multipart::Form::new()
-                        .text("model", endpoint.model.clone())
-                        .text("prompt", prompt.to_owned())
-                        .text("n", n.to_string())
-                        .text("size", chosen.clone());
-                    if let Some(f) = &endpoint.response_format {
-                        form = form.text("response_format", f.clone());
-                    }
-                    let many = images.len() > 1;
-                    for (i, image) in images.into_iter().enumerate() {
-                        let name = if many {
-                            format!("image-{}.{}", i + 1, image.kind.extension())
-                        } else {
-                            format!("image.{}", image.kind.extension())
-                        };
-                        let part = reqwest::multipart::Part::bytes(image.bytes)
-                            .file_name(name)
-                            .mime_str(image.kind.mime())
-                            .map_err(|e| ToolError::internal(e.to_string()))?;
-                        form = form.part(field, part);
-                    }
-                    let request = client
-                        .post(format!("{}/images/edits", endpoint.base_url))
-                        .multipart(form);
-                    (request, chosen)
+                    job.edit(base_image, turn)?
                 }
                 _ => return Err(ToolError::new(texts::IMAGES_BAD_BASE)),
             };
-            let request = match &endpoint.api_key {
-                Some(key) => request.bearer_auth(key),
-                None => request,
-            };
-            let response = request
-                .timeout(endpoint.timeout)
-                .send()
-                .await
-                .map_err(|e| {
-                    tracing::warn!(error = %e.without_url(), "images endpoint unreachable");
-                    ToolError::new(texts::images_failed(texts::NET_CONNECT))
-                })?;
-            let status = response.status();
-            let body: Value = response.json().await.unwrap_or(Value::Null);
-            if !status.is_success() {
-                let detail = body
-                    .pointer("/error/message")
-                    .and_then(Value::as_str)
-                    .map(|m| m.chars().take(300).collect::<String>());
-                tracing::warn!(status = status.as_u16(), detail = ?detail, size = %chosen, "images endpoint refused");
-                let mut reason = texts::net_reason(
-                    texts::NET_STATUS,
-                    &[("<STATUS>", &status.as_u16().to_string())],
-                );
-                if let Some(d) = detail {
-                    reason = format!("{reason} ({d})");
-                }
-                return Err(ToolError::new(texts::images_failed(&reason)));
-            }
-            let items = body
-                .get("data")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            // Names sort by time, so the newest is the next edit's previous_generation: a second
-            // result within the same millisecond still sorts after the first.
-            let now = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_millis())
-                .unwrap_or(0);
-            let stamp = generated_names(&outputs)
-                .iter()
-                .chain(&generated_names(&uploads))
-                .filter_map(|n| n.get(6..19)?.parse::<u128>().ok())
-                .max()
-                .map_or(now, |newest| now.max(newest + 1));
-            let mut paths = Vec::new();
-            let mut staged = true;
-            for (i, item) in items.iter().enumerate() {
-                let bytes = if let Some(b64) = item.get("b64_json").and_then(Value::as_str) {
-                    base64::engine::general_purpose::STANDARD
-                        .decode(b64.trim())
-                        .map_err(|_| {
-                            ToolError::new(texts::images_failed(&texts::net_reason(
-                                texts::NET_ENCODING,
-                                &[("<ENCODING>", "b64_json")],
-                            )))
-                        })?
-                } else if let Some(url) = item.get("url").and_then(Value::as_str) {
-                    guard
-                        .fetch(url, "image/*", MAX_IMAGE_BYTES)
-                        .await
-                        .map_err(|e| ToolError::new(texts::images_failed(&e.to_string())))?
-                        .body
-                } else {
-                    continue;
-                };
-                let Some(kind) = ImageKind::sniff(&bytes) else {
-                    return Err(ToolError::new(texts::images_failed(texts::NET_BAD_IMAGE)));
-                };
-                let name = format!(
-                    "image-{stamp:013}-{}-{}.{}",
-                    i + 1,
-                    random_hex(6),
-                    kind.extension()
-                );
-                write_new(&outputs, &name, &bytes)?;
-                // The staged copy: what python_execute and the document tools read from.
-                if let Err(e) = write_new(&uploads, &name, &bytes) {
-                    tracing::warn!(error = %e, %name, "image_generate: not staged in uploads/");
-                    staged = false;
-                }
-                paths.push(format!("{shown}/{name}"));
-            }
-            if paths.is_empty() {
-                return Err(ToolError::new(texts::images_failed(&texts::net_reason(
-                    texts::NET_ENCODING,
-                    &[("<ENCODING>", "no images")],
-                ))));
-            }
+            let body = send(request, &endpoint, &chosen).await?;
+            let (paths, staged) = save(&body, &guard, &outputs, &uploads, &shown).await?;
             let mut result = format!(
                 "{}\n{}",
                 texts::images_saved(&paths),
@@ -367,6 +190,292 @@ impl Tool for ImageGenerate {
             }
             Ok(result)
         })
+    }
+}
+
+/// One call to the endpoint: what the model asked for, and how its size is chosen.
+struct Job<'a> {
+    endpoint: &'a ImagesEndpoint,
+    client: &'a reqwest::Client,
+    prompt: &'a str,
+    /// How many images (1 to 4).
+    n: u64,
+    requested: size::SizeRequest,
+    backend: size::Backend,
+}
+
+impl<'a> Job<'a> {
+    fn new(endpoint: &'a ImagesEndpoint, client: &'a reqwest::Client, args: &'a Value) -> Self {
+        Job {
+            endpoint,
+            client,
+            prompt: args
+                .get("prompt")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+            n: args
+                .get("n")
+                .and_then(Value::as_u64)
+                .unwrap_or(1)
+                .clamp(1, 4),
+            requested: size::parse(args.get("size").and_then(Value::as_str)),
+            backend: size::Backend::for_model(&endpoint.model, Some(&endpoint.sizes)),
+        }
+    }
+
+    /// `POST /images/generations` with the prompt alone; the request and the size chosen.
+    fn generation(&self) -> (reqwest::RequestBuilder, String) {
+        let (endpoint, prompt, n) = (self.endpoint, self.prompt, self.n);
+        let chosen = size::format(size::choose(&self.backend, &self.requested, None));
+        let mut body = json!({"model": endpoint.model, "prompt": prompt, "n": n, "size": chosen});
+        if let Some(f) = &endpoint.response_format {
+            body["response_format"] = json!(f);
+        }
+        tracing::info!(model = %endpoint.model, size = %chosen, n, "image_generate: generating");
+        let request = self
+            .client
+            .post(format!("{}/images/generations", endpoint.base_url))
+            .json(&body);
+        (request, chosen)
+    }
+
+    /// `POST /images/edits` of the base image, in its ratio, with the turn's other images as
+    /// references when the model takes them; the request and the size chosen.
+    fn edit(
+        &self,
+        base_image: Loaded,
+        turn: Vec<Result<Loaded, ToolError>>,
+    ) -> Result<(reqwest::RequestBuilder, String), ToolError> {
+        let (endpoint, n) = (self.endpoint, self.n);
+        let dims = header::dimensions(&base_image.bytes);
+        if dims.is_none() {
+            tracing::warn!(path = %base_image.shown, "image_generate: the base image's size is not readable; its ratio is not kept");
+        }
+        let chosen = size::format(size::choose(&self.backend, &self.requested, dims));
+        let images = with_references(base_image, turn, &endpoint.model);
+        tracing::info!(
+            model = %endpoint.model,
+            size = %chosen,
+            n,
+            base = %images[0].shown,
+            references = images.len() - 1,
+            "image_generate: editing"
+        );
+        let form = self.edit_form(images, &chosen)?;
+        let request = self
+            .client
+            .post(format!("{}/images/edits", endpoint.base_url))
+            .multipart(form);
+        Ok((request, chosen))
+    }
+
+    /// The multipart form of an edit: the settings, then the images (`image`, or `image[]` parts
+    /// when there are several).
+    fn edit_form(
+        &self,
+        images: Vec<Loaded>,
+        chosen: &str,
+    ) -> Result<reqwest::multipart::Form, ToolError> {
+        let endpoint = self.endpoint;
+        let field = if images.len() == 1 {
+            "image"
+        } else {
+            "image[]"
+        };
+        let mut form = reqwest::multipart::Form::new()
+            .text("model", endpoint.model.clone())
+            .text("prompt", self.prompt.to_owned())
+            .text("n", self.n.to_string())
+            .text("size", chosen.to_owned());
+        if let Some(f) = &endpoint.response_format {
+            form = form.text("response_format", f.clone());
+        }
+        let many = images.len() > 1;
+        for (i, image) in images.into_iter().enumerate() {
+            let name = if many {
+                format!("image-{}.{}", i + 1, image.kind.extension())
+            } else {
+                format!("image.{}", image.kind.extension())
+            };
+            let part = reqwest::multipart::Part::bytes(image.bytes)
+                .file_name(name)
+                .mime_str(image.kind.mime())
+                .map_err(|e| ToolError::internal(e.to_string()))?;
+            form = form.part(field, part);
+        }
+        Ok(form)
+    }
+}
+
+/// The `base_image_index`-th image (1-based, default 1) among this turn's, taken out of `turn`.
+fn nth_attachment(
+    turn: &mut Vec<Result<Loaded, ToolError>>,
+    args: &Value,
+) -> Result<Loaded, ToolError> {
+    let index = args
+        .get("base_image_index")
+        .and_then(Value::as_u64)
+        .unwrap_or(1);
+    if turn.is_empty() {
+        return Err(ToolError::new(texts::IMAGES_NO_TURN_IMAGES));
+    }
+    let count = turn.len();
+    let at = usize::try_from(index)
+        .ok()
+        .and_then(|i| i.checked_sub(1))
+        .filter(|&i| i < count)
+        .ok_or_else(|| ToolError::new(texts::images_no_turn_attachment(index, count)))?;
+    turn.remove(at)
+}
+
+/// The base image first, then, when the model takes references, the turn's other images up to
+/// [`MAX_EDIT_IMAGES`] (the rest, and those that fail to load, are left out with a warning).
+fn with_references(
+    base_image: Loaded,
+    turn: Vec<Result<Loaded, ToolError>>,
+    model: &str,
+) -> Vec<Loaded> {
+    let mut images = vec![base_image];
+    if takes_references(model) {
+        for reference in turn {
+            match reference {
+                Ok(r) if images.len() < MAX_EDIT_IMAGES => images.push(r),
+                Ok(r) => {
+                    tracing::warn!(path = %r.shown, "image_generate: reference left out (at most {MAX_EDIT_IMAGES} images per edit)")
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "image_generate: reference left out")
+                }
+            }
+        }
+    }
+    images
+}
+
+/// Sends the request: the response's JSON body, or the endpoint's refusal (with its message) as a
+/// tool error.
+async fn send(
+    request: reqwest::RequestBuilder,
+    endpoint: &ImagesEndpoint,
+    chosen: &str,
+) -> Result<Value, ToolError> {
+    let request = match &endpoint.api_key {
+        Some(key) => request.bearer_auth(key),
+        None => request,
+    };
+    let response = request
+        .timeout(endpoint.timeout)
+        .send()
+        .await
+        .map_err(|e| {
+            tracing::warn!(error = %e.without_url(), "images endpoint unreachable");
+            ToolError::new(texts::images_failed(texts::NET_CONNECT))
+        })?;
+    let status = response.status();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    if !status.is_success() {
+        let detail = body
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .map(|m| m.chars().take(300).collect::<String>());
+        tracing::warn!(status = status.as_u16(), detail = ?detail, size = %chosen, "images endpoint refused");
+        let mut reason = texts::net_reason(
+            texts::NET_STATUS,
+            &[("<STATUS>", &status.as_u16().to_string())],
+        );
+        if let Some(d) = detail {
+            reason = format!("{reason} ({d})");
+        }
+        return Err(ToolError::new(texts::images_failed(&reason)));
+    }
+    Ok(body)
+}
+
+/// Writes the response's images to `outputs/` (shown as `shown`) and their staged copies to
+/// `uploads/`: the images' sandbox paths, and whether every copy was staged.
+async fn save(
+    body: &Value,
+    guard: &Guard,
+    outputs: &Tree,
+    uploads: &Tree,
+    shown: &str,
+) -> Result<(Vec<String>, bool), ToolError> {
+    let items = body
+        .get("data")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let stamp = next_stamp(outputs, uploads);
+    let mut paths = Vec::new();
+    let mut staged = true;
+    for (i, item) in items.iter().enumerate() {
+        let Some(bytes) = result_bytes(item, guard).await? else {
+            continue;
+        };
+        let Some(kind) = ImageKind::sniff(&bytes) else {
+            return Err(ToolError::new(texts::images_failed(texts::NET_BAD_IMAGE)));
+        };
+        let name = format!(
+            "image-{stamp:013}-{}-{}.{}",
+            i + 1,
+            random_hex(6),
+            kind.extension()
+        );
+        write_new(outputs, &name, &bytes)?;
+        // The staged copy: what python_execute and the document tools read from.
+        if let Err(e) = write_new(uploads, &name, &bytes) {
+            tracing::warn!(error = %e, %name, "image_generate: not staged in uploads/");
+            staged = false;
+        }
+        paths.push(format!("{shown}/{name}"));
+    }
+    if paths.is_empty() {
+        return Err(ToolError::new(texts::images_failed(&texts::net_reason(
+            texts::NET_ENCODING,
+            &[("<ENCODING>", "no images")],
+        ))));
+    }
+    Ok((paths, staged))
+}
+
+/// The time stamp of this call's names: now in unix milliseconds, or just after the newest name
+/// already there.
+fn next_stamp(outputs: &Tree, uploads: &Tree) -> u128 {
+    // Names sort by time, so the newest is the next edit's previous_generation: a second
+    // result within the same millisecond still sorts after the first.
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    generated_names(outputs)
+        .iter()
+        .chain(&generated_names(uploads))
+        .filter_map(|n| n.get(6..19)?.parse::<u128>().ok())
+        .max()
+        .map_or(now, |newest| now.max(newest + 1))
+}
+
+/// One result's bytes: its `b64_json` decoded or its `url` downloaded through the guard; `None`
+/// when it has neither.
+async fn result_bytes(item: &Value, guard: &Guard) -> Result<Option<Vec<u8>>, ToolError> {
+    if let Some(b64) = item.get("b64_json").and_then(Value::as_str) {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(b64.trim())
+            .map_err(|_| {
+                ToolError::new(texts::images_failed(&texts::net_reason(
+                    texts::NET_ENCODING,
+                    &[("<ENCODING>", "b64_json")],
+                )))
+            })?;
+        Ok(Some(bytes))
+    } else if let Some(url) = item.get("url").and_then(Value::as_str) {
+        let fetched = guard
+            .fetch(url, "image/*", MAX_IMAGE_BYTES)
+            .await
+            .map_err(|e| ToolError::new(texts::images_failed(&e.to_string())))?;
+        Ok(Some(fetched.body))
+    } else {
+        Ok(None)
     }
 }
 

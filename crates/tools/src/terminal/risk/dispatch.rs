@@ -10,8 +10,42 @@ use super::rules::{sed_in_place, sed_prints_lines};
 use super::{classify_script, Ctx, Findings, Input};
 use crate::terminal::shell::Word;
 
+/// One invocation of a program, as the families judge it.
+struct Invocation<'a> {
+    name: &'a str,
+    args: &'a [Word],
+    /// The arguments' texts.
+    texts: Vec<&'a str>,
+    input: Input,
+    /// Inherited from an `xargs` or `find -exec` around this command; wrappers pass it on to what
+    /// they run.
+    dynamic: bool,
+}
+
+/// A family of programs: judges the invocation and returns true if it knows the program's name.
+type Family = fn(&mut Ctx, &mut Findings, &Invocation) -> bool;
+
+/// The families in the order they are asked: the first that knows a name judges it. The order
+/// matters where a name passes one family's test and falls to a later one (`printf -v` before the
+/// read-only `printf`, the shells and interpreters before the names after them).
+const FAMILIES: &[Family] = &[
+    Ctx::privileged_or_evaluating,
+    Ctx::wrappers,
+    Ctx::shell_state,
+    Ctx::evaluating_builtins,
+    Ctx::interpreters,
+    Ctx::destructive,
+    Ctx::system_admin,
+    Ctx::file_tools,
+    Ctx::flag_writers,
+    Ctx::archives,
+    Ctx::package_managers,
+    Ctx::read_only,
+];
+
 impl Ctx {
-    #[allow(clippy::too_many_lines)]
+    /// Judges one program by name (after `--version`, which any program answers harmlessly) with
+    /// the first family that knows it; an unknown name is unknown.
     pub(super) fn program(
         &mut self,
         f: &mut Findings,
@@ -20,16 +54,40 @@ impl Ctx {
         input: Input,
         dynamic: bool,
     ) {
-        // `dynamic`: inherited from an `xargs` or `find -exec` around this command; wrappers pass
-        // it on to what they run.
-        use CallRisk::{High, Low, Medium, Unknown};
         let texts: Vec<&str> = args.iter().map(|a| a.text.as_str()).collect();
         if texts.as_slice() == ["--version"]
             || (name.starts_with("python") && matches!(texts.as_slice(), ["-V" | "-VV"]))
         {
-            f.add(Low, format!("{name} --version"));
+            f.add(CallRisk::Low, format!("{name} --version"));
             return;
         }
+        let invocation = Invocation {
+            name,
+            args,
+            texts,
+            input,
+            dynamic,
+        };
+        if !FAMILIES.iter().any(|family| family(self, f, &invocation)) {
+            f.add(
+                CallRisk::Unknown,
+                format!("{name} is not a program toolbridge knows"),
+            );
+        }
+        if matches!(name, "cd" | "pushd" | "popd") {
+            self.change_directory(args.first());
+        }
+    }
+
+    /// Privilege changes and programs that run a string or a file as commands.
+    fn privileged_or_evaluating(&mut self, f: &mut Findings, p: &Invocation) -> bool {
+        use CallRisk::High;
+        let &Invocation {
+            name,
+            ref texts,
+            input,
+            ..
+        } = p;
         match name {
             "sudo" | "doas" | "su" | "pkexec" | "runuser" | "chroot" | "unshare" | "nsenter"
             | "setpriv" | "capsh" | "sg" | "newgrp" | "machinectl" | "systemd-run" => {
@@ -37,7 +95,24 @@ impl Ctx {
             }
             "eval" => f.add(High, "eval runs a string as commands"),
             "exec" => f.add(High, "exec replaces the shell"),
-            "source" | "." => self.source(f, &texts, input),
+            "source" | "." => self.source(f, texts, input),
+            _ => return false,
+        }
+        true
+    }
+
+    /// Programs that run another program (`command`, `env`, `timeout`, `xargs`, …): what they run is
+    /// judged.
+    fn wrappers(&mut self, f: &mut Findings, p: &Invocation) -> bool {
+        use CallRisk::{Low, Unknown};
+        let &Invocation {
+            args,
+            ref texts,
+            input,
+            dynamic,
+            ..
+        } = p;
+        match p.name {
             "command" => {
                 if texts
                     .iter()
@@ -82,6 +157,21 @@ impl Ctx {
             }
             "xargs" => self.xargs(f, args, input),
             "watch" => self.watch(f, args),
+            _ => return false,
+        }
+        true
+    }
+
+    /// Builtins that change the shell's state: traps, aliases, options, variables read from input.
+    fn shell_state(&mut self, f: &mut Findings, p: &Invocation) -> bool {
+        use CallRisk::{Low, Unknown};
+        let &Invocation {
+            name,
+            args,
+            ref texts,
+            ..
+        } = p;
+        match name {
             "trap" => {
                 let code = args.iter().find(|a| !a.text.starts_with('-'));
                 match code {
@@ -130,6 +220,21 @@ impl Ctx {
             "enable" | "hash" | "unalias" => {
                 f.add(Unknown, format!("{name} changes what later commands run"));
             }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Builtins that evaluate their operands as arithmetic or variable names, or set variables.
+    fn evaluating_builtins(&mut self, f: &mut Findings, p: &Invocation) -> bool {
+        use CallRisk::{High, Low, Unknown};
+        let &Invocation {
+            name,
+            args,
+            ref texts,
+            ..
+        } = p;
+        match name {
             "printf" if texts.iter().any(|t| t.starts_with("-v")) => {
                 f.add(Unknown, "printf -v sets a variable");
             }
@@ -168,8 +273,27 @@ impl Ctx {
                 f.add(Low, format!("{name} sets shell variables"));
             }
             "let" => f.add(Unknown, "let evaluates arithmetic"),
+            _ => return false,
+        }
+        true
+    }
+
+    /// Shells and interpreters (`bash -c`, `python script.py`, …).
+    fn interpreters(&mut self, f: &mut Findings, p: &Invocation) -> bool {
+        let &Invocation { args, input, .. } = p;
+        match p.name {
             n if SHELLS.contains(&n) => self.shell(f, n, args, input),
             n if is_interpreter(n) => self.interpreter(f, n, args, input),
+            _ => return false,
+        }
+        true
+    }
+
+    /// Programs that delete files or change disks and file systems.
+    fn destructive(&mut self, f: &mut Findings, p: &Invocation) -> bool {
+        use CallRisk::{High, Medium};
+        let &Invocation { name, args, .. } = p;
+        match name {
             "rm" => {
                 let (opts, operands) = split_options(args);
                 let recursive = opts.iter().any(|o| {
@@ -217,6 +341,22 @@ impl Ctx {
             {
                 f.add(High, format!("{n} changes disks or file systems"));
             }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Programs that change the machine: power, schedules, users, the kernel, processes,
+    /// permissions.
+    fn system_admin(&mut self, f: &mut Findings, p: &Invocation) -> bool {
+        use CallRisk::{High, Low, Medium, Unknown};
+        let &Invocation {
+            name,
+            args,
+            ref texts,
+            ..
+        } = p;
+        match name {
             "shutdown" | "reboot" | "halt" | "poweroff" | "init" | "telinit" | "kexec" => {
                 f.add(High, format!("{name} stops or restarts the machine"));
             }
@@ -245,7 +385,7 @@ impl Ctx {
                     f.add(Low, "sysctl reads kernel settings");
                 }
             }
-            "kill" => self.kill(f, &texts),
+            "kill" => self.kill(f, texts),
             "pkill" | "killall" => f.add(Medium, format!("{name} stops processes")),
             "chmod" | "chown" | "chgrp" => {
                 let (opts, operands) = split_options(args);
@@ -262,6 +402,16 @@ impl Ctx {
                 }
             }
             "setfacl" => f.add(Medium, "setfacl changes permissions"),
+            _ => return false,
+        }
+        true
+    }
+
+    /// Programs that search or write files: `git`, `find`, `cp`, `sed`, ….
+    fn file_tools(&mut self, f: &mut Findings, p: &Invocation) -> bool {
+        use CallRisk::{Low, Medium, Unknown};
+        let &Invocation { name, args, .. } = p;
+        match name {
             "git" => self.git(f, args),
             "find" => self.find(f, args),
             "fd" | "fdfind" => {
@@ -337,6 +487,21 @@ impl Ctx {
             "awk" | "gawk" | "mawk" | "nawk" => {
                 f.add(Unknown, format!("{name} programs can run commands"));
             }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Readers that write a file, set something or run a program with the right flag.
+    fn flag_writers(&mut self, f: &mut Findings, p: &Invocation) -> bool {
+        use CallRisk::{High, Low, Medium, Unknown};
+        let &Invocation {
+            name,
+            args,
+            ref texts,
+            ..
+        } = p;
+        match name {
             "sort" => {
                 if texts
                     .iter()
@@ -407,6 +572,21 @@ impl Ctx {
                     f.add(Low, "rg");
                 }
             }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Archivers and compressors: listing is read-only, anything else writes.
+    fn archives(&mut self, f: &mut Findings, p: &Invocation) -> bool {
+        use CallRisk::{High, Low, Medium};
+        let &Invocation {
+            name,
+            args,
+            ref texts,
+            ..
+        } = p;
+        match name {
             "tar" => self.tar(f, args),
             "zip" => {
                 if texts
@@ -442,6 +622,21 @@ impl Ctx {
                     f.add(Medium, format!("{name} writes files"));
                 }
             }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Package managers: installing runs the packages' scripts.
+    fn package_managers(&mut self, f: &mut Findings, p: &Invocation) -> bool {
+        use CallRisk::{Low, Medium, Unknown};
+        let &Invocation {
+            name,
+            args,
+            ref texts,
+            ..
+        } = p;
+        match name {
             "pip" | "pip3" => self.pip(f, args),
             "uv" => match texts.as_slice() {
                 ["pip", ..] => self.pip(f, &args[1..]),
@@ -463,11 +658,17 @@ impl Ctx {
                     _ => f.add(Unknown, format!("{name} runs package scripts")),
                 }
             }
-            n if READ_ONLY.contains(&n) => f.add(Low, format!("{n} (read-only)")),
-            n => f.add(Unknown, format!("{n} is not a program toolbridge knows")),
+            _ => return false,
         }
-        if matches!(name, "cd" | "pushd" | "popd") {
-            self.change_directory(args.first());
+        true
+    }
+
+    /// The known read-only programs.
+    fn read_only(&mut self, f: &mut Findings, p: &Invocation) -> bool {
+        let known = READ_ONLY.contains(&p.name);
+        if known {
+            f.add(CallRisk::Low, format!("{} (read-only)", p.name));
         }
+        known
     }
 }
