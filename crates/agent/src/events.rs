@@ -20,6 +20,9 @@ pub enum Outcome {
     Cancelled,
     /// The provider failed.
     Error,
+    /// A tool had no capacity (every slot the server allows was busy): the run stopped after
+    /// that round; the client should try again later.
+    Overloaded,
 }
 
 impl Outcome {
@@ -31,6 +34,7 @@ impl Outcome {
             Outcome::MalformedGaveUp => "malformed_gave_up",
             Outcome::Cancelled => "cancelled",
             Outcome::Error => "error",
+            Outcome::Overloaded => "overloaded",
         }
     }
 }

@@ -68,6 +68,11 @@ pub enum ToolError {
     /// of being skipped as a duplicate.
     #[error("{0}")]
     Transient(String),
+    /// No capacity for the tool right now (every interpreter the server allows is busy with
+    /// other conversations): the model is shown the message, the run stops with
+    /// [`crate::Outcome::Overloaded`], and a server tells its client to come back later.
+    #[error("{0}")]
+    Overloaded(String),
 }
 
 impl ToolError {
@@ -86,9 +91,18 @@ impl ToolError {
         ToolError::Transient(message.into())
     }
 
-    /// Whether the same call may succeed when tried again (internal failures and transient errors).
+    /// No capacity for the tool right now: the run stops (see [`ToolError::Overloaded`]).
+    pub fn overloaded(message: impl Into<String>) -> Self {
+        ToolError::Overloaded(message.into())
+    }
+
+    /// Whether the same call may succeed when tried again (internal failures, transient errors,
+    /// no capacity).
     pub fn is_transient(&self) -> bool {
-        matches!(self, ToolError::Internal(_) | ToolError::Transient(_))
+        matches!(
+            self,
+            ToolError::Internal(_) | ToolError::Transient(_) | ToolError::Overloaded(_)
+        )
     }
 }
 

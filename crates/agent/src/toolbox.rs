@@ -36,6 +36,8 @@ pub enum CallStatus {
     Duplicate,
     /// Not run: the call budget was spent.
     BudgetExhausted,
+    /// Not run: no capacity for the tool right now; the run stops.
+    Overloaded,
 }
 
 impl CallStatus {
@@ -457,6 +459,10 @@ impl Toolbox {
                 Ok(Ok(Err(ToolError::Transient(message)))) => {
                     tracing::info!(tool = %call.name, id = %call.id, %message, "tool failed transiently");
                     Err((CallStatus::ToolError, message, true))
+                }
+                Ok(Ok(Err(ToolError::Overloaded(message)))) => {
+                    tracing::warn!(tool = %call.name, id = %call.id, %message, "no capacity for the tool: the run stops");
+                    Err((CallStatus::Overloaded, message, true))
                 }
                 Ok(Ok(Err(ToolError::Internal(detail)))) => {
                     tracing::error!(tool = %call.name, id = %call.id, %detail, "tool failed internally");

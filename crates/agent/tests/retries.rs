@@ -174,6 +174,32 @@ async fn a_transient_failure_repeated_runs_again_and_the_run_answers() {
     }
 }
 
+/// Issue 34, item 2: a tool with no capacity (every interpreter the server allows is busy) stops
+/// the run after its round — the call has its result, the model is not asked again — with the
+/// outcome a server turns into `incomplete` / 429.
+#[tokio::test]
+async fn a_tool_with_no_capacity_stops_the_run_as_overloaded() {
+    let (tool, runs) = flaky_tool(ToolError::overloaded("every slot is busy"));
+    let s = setup(
+        ToolMode::Native,
+        CallTag::default(),
+        vec![
+            native_call("flaky", json!({})),
+            ScriptedReply::text("never asked"),
+        ],
+        vec![tool],
+        SkillSet::default(),
+    );
+    let (state, events) = run(&s).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(statuses(&events), vec![CallStatus::Overloaded]);
+    assert_eq!(state.outcome, Some(Outcome::Overloaded));
+    assert_eq!(s.upstream.requests().len(), 1, "the model was asked again");
+    assert!(state.messages.iter().any(
+        |m| matches!(m, Message::Tool { content, .. } if content.text().contains("every slot is busy"))
+    ));
+}
+
 #[tokio::test]
 async fn a_skill_that_failed_to_load_can_be_loaded_by_the_same_call() {
     let (flaky, _) = flaky_skill();

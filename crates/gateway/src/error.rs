@@ -279,6 +279,18 @@ impl ApiError {
         .with_code("too_many_concurrent_responses")
     }
 
+    /// A hosted tool had no capacity: every interpreter the server allows was busy.
+    pub fn server_busy() -> Self {
+        let mut e = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_error",
+            "Every code interpreter this server allows is busy; try again in a moment.",
+        )
+        .with_code("server_busy");
+        e.retry_after = Some(5);
+        e
+    }
+
     /// A failure of the server's own (the detail goes to the log).
     pub fn internal() -> Self {
         ApiError::new(

@@ -936,7 +936,7 @@ async fn the_cap_on_live_interpreters_evicts_the_idle_one_and_refuses_when_all_a
     let (a_busy, b_busy) = (busy(a.clone()), busy(b.clone()));
     wait_until_running(&tool, 2).await;
     match run(&tool, &c, "1").await {
-        Err(ToolError::Transient(text)) => assert_eq!(text, texts::PYTHON_BUSY),
+        Err(ToolError::Overloaded(text)) => assert_eq!(text, texts::PYTHON_BUSY),
         other => panic!("expected the busy error, got {other:?}"),
     }
     assert_eq!(tool.live_sessions(), 2);

@@ -396,6 +396,7 @@ impl RunMachine {
         let mut fresh = results.into_iter();
         let mut ran = 0usize;
         let mut cancelled = false;
+        let mut overloaded = false;
         let mut supplied = round.supplied.into_iter();
         for (call, planned) in round.calls.iter().zip(round.planned) {
             let already = supplied.next().flatten();
@@ -419,6 +420,7 @@ impl RunMachine {
             };
             self.ledger.record(&call.name, &call.arguments, &result);
             cancelled |= result.status == CallStatus::Cancelled;
+            overloaded |= result.status == CallStatus::Overloaded;
             if !reported {
                 self.events.push_back(finished_event(call, &result));
             }
@@ -430,6 +432,10 @@ impl RunMachine {
         }
         if cancelled {
             self.finish(Outcome::Cancelled);
+        } else if overloaded {
+            // Every call of the round has its result; asking the model again would only meet
+            // the same full server.
+            self.finish(Outcome::Overloaded);
         } else if round.budget_hit {
             self.phase = Phase::Ask {
                 finalization: Some(FinalizationReason::Budget),

@@ -278,6 +278,7 @@ pub fn exit_code(outcome: Option<Outcome>) -> u8 {
         Some(Outcome::ToolBudgetExceeded) => 3,
         Some(Outcome::ToolNoProgress) => 4,
         Some(Outcome::MalformedGaveUp) => 5,
+        Some(Outcome::Overloaded) => 6,
         Some(Outcome::Cancelled) => 130,
         Some(Outcome::Error) | None => 1,
     }

@@ -265,6 +265,7 @@ fn failed(ended: &Ended) -> Result<(), ApiError> {
             }
             Err(ApiError::run_failed())
         }
+        Some(Outcome::Overloaded) => Err(ApiError::server_busy()),
         Some(_) => Ok(()),
     }
 }

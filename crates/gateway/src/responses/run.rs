@@ -679,6 +679,8 @@ fn status_of(state: &RunState, paused: bool) -> (&'static str, Value, Value) {
             ("incomplete", Value::Null, json!({"reason": "no_progress"}))
         }
         Some(Outcome::Cancelled) => ("cancelled", Value::Null, Value::Null),
+        // A hosted tool had no capacity (every interpreter this server allows was busy).
+        Some(Outcome::Overloaded) => ("incomplete", Value::Null, json!({"reason": "server_busy"})),
         Some(Outcome::Error) | None => {
             if let Some(detail) = &state.error {
                 tracing::error!(error = %detail, "responses: the run failed");
@@ -756,7 +758,23 @@ async fn save_conversation(
 
 #[cfg(test)]
 mod tests {
-    use super::memory_user;
+    use super::{memory_user, status_of};
+    use serde_json::json;
+    use toolbridge_agent::{Outcome, RunState};
+
+    /// Issue 34, item 2: a run stopped because every interpreter was busy is `incomplete`, with
+    /// the reason a client can act on.
+    #[test]
+    fn a_run_stopped_for_capacity_is_incomplete_with_server_busy() {
+        let state = RunState {
+            outcome: Some(Outcome::Overloaded),
+            ..RunState::default()
+        };
+        let (status, error, details) = status_of(&state, false);
+        assert_eq!(status, "incomplete");
+        assert!(error.is_null());
+        assert_eq!(details, json!({"reason": "server_busy"}));
+    }
 
     #[test]
     fn a_requests_user_is_scoped_within_the_keys_user() {

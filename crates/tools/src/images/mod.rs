@@ -526,7 +526,9 @@ fn turn_images(uploads: &Tree, attachments: &[String]) -> Vec<Result<Loaded, Too
         match load(uploads, "uploads", name) {
             Ok(Some(image)) => images.push(Ok(image)),
             Ok(None) => {}
-            Err(e @ (ToolError::Tool(_) | ToolError::Transient(_))) => images.push(Err(e)),
+            Err(e @ (ToolError::Tool(_) | ToolError::Transient(_) | ToolError::Overloaded(_))) => {
+                images.push(Err(e));
+            }
             Err(ToolError::Internal(detail)) => {
                 tracing::warn!(%detail, "image_generate: an attachment of this turn is not readable");
             }

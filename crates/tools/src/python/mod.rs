@@ -380,7 +380,7 @@ impl Inner {
             }
             Err(PoolError::Busy { scope, cap }) => {
                 tracing::warn!(user = %key.0, conversation = %key.1, %scope, cap, "python_execute refused: every interpreter is busy");
-                Err(ToolError::transient(texts::PYTHON_BUSY))
+                Err(ToolError::overloaded(texts::PYTHON_BUSY))
             }
         }
     }
