@@ -98,10 +98,17 @@ pub(crate) fn unknown_cursor(after: &str) -> ApiError {
     e
 }
 
+impl ListQuery {
+    /// The page of a record's items asked for, checked before the record is looked up (a bad
+    /// `limit` is the client's 400 whether or not the record exists).
+    pub(crate) fn items(&self) -> Result<PageRequest, ApiError> {
+        self.page(ITEMS)
+    }
+}
+
 /// One page of a record's items (oldest first as stored), as OpenAI's list object.
-pub(crate) fn items_page(items: Vec<Value>, query: &ListQuery) -> Result<Value, ApiError> {
-    let request = query.page(ITEMS)?;
-    match toolbridge_state::page_of(items, |i| i["id"].as_str(), &request) {
+pub(crate) fn items_page(items: Vec<Value>, request: &PageRequest) -> Result<Value, ApiError> {
+    match toolbridge_state::page_of(items, |i| i["id"].as_str(), request) {
         Ok(page) => Ok(list_object(page)),
         Err(StoreError::UnknownCursor(after)) => Err(unknown_cursor(&after)),
         Err(e) => {
@@ -125,28 +132,34 @@ mod tests {
         }
     }
 
+    /// A page of `items` for the query (both steps a handler takes).
+    fn page(items: &[Value], q: &ListQuery) -> Result<Value, ApiError> {
+        items_page(items.to_vec(), &q.items()?)
+    }
+
     #[test]
     fn items_are_paged_with_cursors_and_bad_queries_are_400() {
         let items: Vec<Value> = (1..=3).map(|i| json!({"id": format!("msg_{i}")})).collect();
-        let page = items_page(items.clone(), &query(Some("2"), None, None)).unwrap();
+        let first = page(&items, &query(Some("2"), None, None)).unwrap();
         assert_eq!(
-            page,
+            first,
             json!({"object": "list", "data": [{"id": "msg_3"}, {"id": "msg_2"}],
                    "first_id": "msg_3", "last_id": "msg_2", "has_more": true})
         );
-        let page = items_page(items.clone(), &query(Some("2"), None, Some("msg_2"))).unwrap();
-        assert_eq!(page["data"], json!([{"id": "msg_1"}]));
-        assert_eq!(page["has_more"], false);
-        let page = items_page(items.clone(), &query(Some("500"), Some("asc"), None)).unwrap();
-        assert_eq!(page["data"].as_array().unwrap().len(), 3);
-        let e = items_page(items.clone(), &query(None, None, Some("msg_9"))).unwrap_err();
+        let next = page(&items, &query(Some("2"), None, Some("msg_2"))).unwrap();
+        assert_eq!(next["data"], json!([{"id": "msg_1"}]));
+        assert_eq!(next["has_more"], false);
+        let all = page(&items, &query(Some("500"), Some("asc"), None)).unwrap();
+        assert_eq!(all["data"].as_array().unwrap().len(), 3);
+        let e = page(&items, &query(None, None, Some("msg_9"))).unwrap_err();
         assert_eq!(
             (e.status.as_u16(), e.param.as_deref()),
             (400, Some("after"))
         );
-        let e = items_page(items.clone(), &query(Some("x"), None, None)).unwrap_err();
+        // A bad limit or order is refused before any record is looked up.
+        let e = query(Some("x"), None, None).items().unwrap_err();
         assert_eq!(e.param.as_deref(), Some("limit"));
-        let e = items_page(items, &query(None, Some("newest"), None)).unwrap_err();
+        let e = query(None, Some("newest"), None).items().unwrap_err();
         assert_eq!(e.param.as_deref(), Some("order"));
     }
 }

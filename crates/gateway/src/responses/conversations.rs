@@ -193,12 +193,16 @@ pub(crate) async fn items(
     Path(id): Path<String>,
     Query(query): Query<ListQuery>,
 ) -> Response {
+    let request = match query.items() {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
     let c = match find(&state, &owner, &id).await {
         Ok(c) => c,
         Err(r) => return r,
     };
     let items = c.items.as_array().cloned().unwrap_or_default();
-    match crate::pagination::items_page(items, &query) {
+    match crate::pagination::items_page(items, &request) {
         Ok(page) => json_response(StatusCode::OK, &page),
         Err(e) => e.into_response(),
     }

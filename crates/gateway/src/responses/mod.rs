@@ -187,12 +187,16 @@ pub(crate) async fn input_items(
     Path(id): Path<String>,
     Query(query): Query<ListQuery>,
 ) -> Response {
+    let request = match query.items() {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
     let record = match stored(&state, &owner, &id).await {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
     let items = record.input_items.as_array().cloned().unwrap_or_default();
-    match crate::pagination::items_page(items, &query) {
+    match crate::pagination::items_page(items, &request) {
         Ok(page) => json_response(StatusCode::OK, &page),
         Err(e) => e.into_response(),
     }
