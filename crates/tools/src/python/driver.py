@@ -444,9 +444,14 @@ def _child_pids():
     is the host's), with their pid in our own namespace."""
     found = []
     for tid in os.listdir("/proc/self/task"):
-        with open(f"/proc/self/task/{tid}/children") as f:
-            for host_pid in f.read().split():
-                found.append((host_pid, _own_pid(host_pid)))
+        try:
+            with open(f"/proc/self/task/{tid}/children") as f:
+                listed = f.read().split()
+        except OSError:
+            # A thread that ended since the listing: its children are listed by the others.
+            continue
+        for host_pid in listed:
+            found.append((host_pid, _own_pid(host_pid)))
     return found
 
 
