@@ -20,6 +20,7 @@ mod ids;
 pub(crate) mod output;
 pub(crate) mod remote_mcp;
 pub(crate) mod request;
+mod request_input;
 mod request_tools;
 mod run;
 pub(crate) mod service;
