@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[macro_use]
 mod common;
 
 use std::sync::Arc;
@@ -14,27 +15,6 @@ use common::{file, Backend, Kind};
 use toolbridge_state::{
     FileFilter, FileRecord, Order, PageRequest, SqliteStore, Store, StoreError,
 };
-
-macro_rules! suite {
-    ($kind:expr => $($name:ident),* $(,)?) => {
-        $(
-            #[tokio::test]
-            async fn $name() {
-                let backend = Backend::open($kind).await;
-                super::$name(&backend).await;
-                backend.finish().await;
-            }
-        )*
-    };
-}
-
-macro_rules! every_backend {
-    ($($name:ident),* $(,)?) => {
-        mod memory { use super::*; suite!(Kind::Memory => $($name),*); }
-        mod sqlite { use super::*; suite!(Kind::Sqlite => $($name),*); }
-        mod postgres { use super::*; suite!(Kind::Postgres => $($name),*); }
-    };
-}
 
 every_backend!(
     thirty_files_are_walked_in_pages_of_five_exactly_once_in_both_orders,

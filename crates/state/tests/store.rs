@@ -3,34 +3,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[macro_use]
 mod common;
 
 use bytes::Bytes;
 use common::{conversation, file, response, Backend, Kind, MAX_FILE};
 use serde_json::json;
 use toolbridge_state::{FileFilter, StoreError, MAX_RECORD_JSON_BYTES};
-
-/// Each named body as a test in the module of each backend.
-macro_rules! suite {
-    ($kind:expr => $($name:ident),* $(,)?) => {
-        $(
-            #[tokio::test]
-            async fn $name() {
-                let backend = Backend::open($kind).await;
-                super::$name(&backend).await;
-                backend.finish().await;
-            }
-        )*
-    };
-}
-
-macro_rules! every_backend {
-    ($($name:ident),* $(,)?) => {
-        mod memory { use super::*; suite!(Kind::Memory => $($name),*); }
-        mod sqlite { use super::*; suite!(Kind::Sqlite => $($name),*); }
-        mod postgres { use super::*; suite!(Kind::Postgres => $($name),*); }
-    };
-}
 
 every_backend!(
     response_round_trip,

@@ -4,6 +4,31 @@
 
 #![allow(dead_code)]
 
+/// Each named body (an `async fn(&Backend)` of the test file) as a test in the module of each
+/// backend.
+#[allow(unused_macros)]
+macro_rules! suite {
+    ($kind:expr => $($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $name() {
+                let backend = Backend::open($kind).await;
+                super::$name(&backend).await;
+                backend.finish().await;
+            }
+        )*
+    };
+}
+
+#[allow(unused_macros)]
+macro_rules! every_backend {
+    ($($name:ident),* $(,)?) => {
+        mod memory { use super::*; suite!(Kind::Memory => $($name),*); }
+        mod sqlite { use super::*; suite!(Kind::Sqlite => $($name),*); }
+        mod postgres { use super::*; suite!(Kind::Postgres => $($name),*); }
+    };
+}
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
